@@ -1,0 +1,111 @@
+// ember::matmul against the BLAS it calls (oneDNN's sgemm) called directly on the same data, so the
+// gap is ember's own cost: argument checks, allocating the output, dispatch and view handling.
+// Shapes: the quickstart MLP's first layer (batch 64, 784 -> 512) as Linear issues it (x @ w.t())
+// and in plain form, and a large square product.
+//
+// Run with OMP_NUM_THREADS=1 and =2; repeat with --benchmark_repetitions=3. After the usual table
+// the program prints ember/BLAS time ratios (medians when repeated).
+#include <benchmark/benchmark.h>
+#include <dnnl.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t m, k, n;
+  bool b_transposed;  // b is stored [n, k] and used through a transposed view, as Linear does
+};
+
+const Shape kShapes[] = {
+    {"64x784x512_NT", 64, 784, 512, true},
+    {"64x784x512_NN", 64, 784, 512, false},
+    {"1024x1024x1024_NN", 1024, 1024, 1024, false},
+};
+
+void set_flops(benchmark::State& state, const Shape& s) {
+  state.counters["GFLOPS"] = benchmark::Counter(2e-9 * static_cast<double>(s.m * s.n * s.k),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bench_ember(benchmark::State& state, Shape s) {
+  ember::manual_seed(0);
+  ember::Tensor a = ember::randn({s.m, s.k});
+  ember::Tensor stored_b = s.b_transposed ? ember::randn({s.n, s.k}) : ember::randn({s.k, s.n});
+  ember::Tensor b = s.b_transposed ? stored_b.t() : stored_b;
+  for (auto _ : state) {
+    ember::Tensor c = ember::matmul(a, b);
+    benchmark::DoNotOptimize(c.data_ptr());
+  }
+  set_flops(state, s);
+}
+
+void bench_blas(benchmark::State& state, Shape s) {
+  ember::manual_seed(0);
+  ember::Tensor a = ember::randn({s.m, s.k});
+  ember::Tensor b = s.b_transposed ? ember::randn({s.n, s.k}) : ember::randn({s.k, s.n});
+  std::vector<float> c(static_cast<size_t>(s.m * s.n));
+  for (auto _ : state) {
+    dnnl_status_t status = dnnl_sgemm('N', s.b_transposed ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a.data_ptr<float>(), s.k,
+                                      b.data_ptr<float>(), s.b_transposed ? s.k : s.n, 0.0f, c.data(), s.n);
+    if (status != dnnl_success) {
+      state.SkipWithError("dnnl_sgemm failed");
+      break;
+    }
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, s);
+}
+
+/// The console table, then "ember / BLAS" per shape from the median (or only) real time.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      const bool single = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (!single && !median) continue;
+      const std::string& name = run.run_name.function_name;  // "<impl>/<shape>"
+      const size_t slash = name.find('/');
+      times_[name.substr(slash + 1)][name.substr(0, slash)] = run.GetAdjustedRealTime();
+    }
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    const char* threads = std::getenv("OMP_NUM_THREADS");
+    std::printf("\nember / BLAS (OMP_NUM_THREADS=%s)\n", threads ? threads : "unset");
+    for (const auto& [shape, by_impl] : times_) {
+      auto ember_it = by_impl.find("ember_matmul"), blas_it = by_impl.find("dnnl_sgemm");
+      if (ember_it == by_impl.end() || blas_it == by_impl.end()) continue;
+      std::printf("  %-20s %.3f\n", shape.c_str(), ember_it->second / blas_it->second);
+    }
+  }
+
+ private:
+  std::map<std::string, std::map<std::string, double>> times_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (const Shape& s : kShapes) {
+    benchmark::RegisterBenchmark((std::string("ember_matmul/") + s.name).c_str(), bench_ember, s)->UseRealTime();
+    benchmark::RegisterBenchmark((std::string("dnnl_sgemm/") + s.name).c_str(), bench_blas, s)->UseRealTime();
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,55 @@
+#pragma once
+// The data behind a Tensor handle. Public only so that Tensor's accessors can be inline;
+// user code should not depend on it.
+#include <atomic>
+#include <cstddef>
+#include <memory>
+
+#include "ember/device.h"
+#include "ember/dtype.h"
+#include "ember/small_vector.h"
+
+namespace ember {
+struct AutogradMeta;
+
+namespace detail {
+
+/// A block of device memory, shared by every view of it. It frees itself through the backend
+/// that allocated it.
+class Storage {
+ public:
+  Storage(void* data, size_t nbytes, Device device) : data_(data), nbytes_(nbytes), device_(device) {}
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  /// Bumped by every in-place write, so autograd can tell when a saved tensor was modified.
+  uint32_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  std::atomic<uint32_t> version_{0};
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Dims sizes;
+  Dims strides;  // in elements
+  int64_t offset = 0;  // in elements
+  int64_t numel = 1;
+  Dtype dtype = kFloat32;
+  std::shared_ptr<AutogradMeta> autograd;
+
+  void* data() const {
+    return static_cast<char*>(storage->data()) + offset * static_cast<int64_t>(element_size(dtype));
+  }
+};
+
+}  // namespace detail
+}  // namespace ember

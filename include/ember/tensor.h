@@ -1,0 +1,221 @@
+#pragma once
+/// ember::Tensor: a reference-counted handle to an n-dimensional array on a device. Copying a
+/// Tensor copies the handle; views (reshape, transpose, narrow, ...) share storage.
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ember/detail/tensor_impl.h"
+#include "ember/device.h"
+#include "ember/dtype.h"
+#include "ember/scalar.h"
+#include "ember/small_vector.h"
+#include "ember/tensor_options.h"
+
+namespace ember {
+
+class Tensor {
+ public:
+  /// An undefined tensor, as in libtorch; most operations on it throw.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+
+  // ---- metadata ----
+  IntList sizes() const { return impl().sizes; }
+  IntList strides() const { return impl().strides; }
+  /// Size of dimension `d`; negative `d` counts from the end.
+  int64_t size(int64_t d) const;
+  int64_t stride(int64_t d) const;
+  int64_t dim() const { return static_cast<int64_t>(impl().sizes.size()); }
+  int64_t numel() const { return impl().numel; }
+  int64_t storage_offset() const { return impl().offset; }
+  Dtype dtype() const { return impl().dtype; }
+  Dtype scalar_type() const { return impl().dtype; }
+  Device device() const { return impl().storage->device(); }
+  size_t element_size() const { return ember::element_size(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  bool is_contiguous() const;
+  bool is_floating_point() const { return ember::is_floating_point(dtype()); }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  TensorOptions options() const { return TensorOptions().dtype(dtype()).device(device()); }
+  /// True when both handles refer to the same tensor (not merely equal values).
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  /// True when both tensors view the same storage.
+  bool is_alias_of(const Tensor& other) const;
+
+  /// Pointer to the first element. T must match dtype(); the memory lives on device().
+  template <typename T>
+  T* data_ptr() const {
+    check_dtype_for_access(dtype_v<T>);
+    return static_cast<T*>(impl().data());
+  }
+  void* data_ptr() const { return impl().data(); }
+
+  /// The value of a one-element tensor (copied to the host if needed).
+  Scalar item() const;
+  template <typename T>
+  T item() const {
+    return item().to<T>();
+  }
+
+  // ---- autograd flag (the engine comes with training) ----
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);
+  /// The name of the node that produced this tensor ("AddBackward0"), or "" for a leaf.
+  std::string grad_fn_name() const;
+
+  // ---- views: share storage with *this ----
+  Tensor view(IntList sizes) const;
+  Tensor reshape(IntList sizes) const;
+  Tensor t() const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor permute(IntList dims) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  /// Python's t[start:end:step] along `dim`; bounds are clamped as in Python.
+  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+               int64_t step = 1) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor expand(IntList sizes) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor as_strided(IntList sizes, IntList strides, std::optional<int64_t> storage_offset = std::nullopt) const;
+
+  // ---- copies ----
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor detach() const;
+  /// Copies src into *this (broadcasting src), converting dtype and device as needed.
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(const Scalar& value);
+  Tensor& zero_() { return fill_(0); }
+
+  // ---- moving between devices and dtypes; returns *this when nothing changes ----
+  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Dtype dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, Dtype dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
+  Tensor cpu() const { return to(Device(DeviceType::CPU)); }
+  Tensor cuda(int index = -1) const { return to(Device(DeviceType::CUDA, index)); }
+  Tensor float_() const { return to(kFloat32); }
+  Tensor double_() const { return to(kFloat64); }
+  Tensor long_() const { return to(kInt64); }
+
+  // ---- element-wise math (see ops.h for the free-function forms) ----
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu() const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& add_(const Scalar& other);
+  Tensor& mul_(const Scalar& other);
+
+  // ---- reductions ----
+  Tensor sum() const;
+  Tensor sum(IntList dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(IntList dims, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  /// Values of max along `dim` (see ember::max for values and indices together).
+  Tensor amax(IntList dims, bool keepdim = false) const;
+  Tensor amin(IntList dims, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  /// Variance over all elements with Bessel's correction; var({}, 0) is the population variance.
+  Tensor var() const;
+  Tensor var(IntList dims, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std() const;
+  Tensor std(IntList dims, int64_t correction = 1, bool keepdim = false) const;
+
+  // ---- linear algebra, indexing, nn-style ops ----
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+
+  /// Exactly what PyTorch's repr() prints.
+  std::string str() const;
+
+  /// Internal: the implementation, for ember's own code.
+  detail::TensorImpl& impl() const;
+  const std::shared_ptr<detail::TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  void check_dtype_for_access(Dtype requested) const;
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Arithmetic operators with tensors and scalars, as in libtorch.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, const Scalar& b);
+Tensor& operator-=(Tensor& a, const Scalar& b);
+Tensor& operator*=(Tensor& a, const Scalar& b);
+Tensor& operator/=(Tensor& a, const Scalar& b);
+
+}  // namespace ember

@@ -1,0 +1,67 @@
+#include "backend/backend.h"
+
+#include <array>
+#include <mutex>
+
+#include "core/check.h"
+#include "ember/tensor.h"
+
+namespace ember {
+
+// One name function per op enum, generated from the op lists.
+#define EMBER_NAME_FN(Enum, LIST)       \
+  const char* op_name(Enum op) {        \
+    switch (op) { LIST(EMBER_CASE_##Enum) } \
+    return "?";                         \
+  }
+#define EMBER_CASE_UnaryOp(name, str) \
+  case UnaryOp::name:                 \
+    return str;
+#define EMBER_CASE_BinaryOp(name, str) \
+  case BinaryOp::name:                 \
+    return str;
+#define EMBER_CASE_ReduceOp(name, str) \
+  case ReduceOp::name:                 \
+    return str;
+EMBER_NAME_FN(UnaryOp, EMBER_UNARY_OPS)
+EMBER_NAME_FN(BinaryOp, EMBER_BINARY_OPS)
+EMBER_NAME_FN(ReduceOp, EMBER_REDUCE_OPS)
+#undef EMBER_NAME_FN
+#undef EMBER_CASE_UnaryOp
+#undef EMBER_CASE_BinaryOp
+#undef EMBER_CASE_ReduceOp
+
+bool is_comparison(BinaryOp op) {
+  switch (op) {
+#define EMBER_CASE(name, str) \
+  case BinaryOp::name:        \
+    return true;
+    EMBER_COMPARE_BINARY_OPS(EMBER_CASE)
+#undef EMBER_CASE
+    default:
+      return false;
+  }
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+bool TensorView::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t d = ndim() - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+TensorView view_of(const Tensor& t) {
+  const detail::TensorImpl& impl = t.impl();
+  return TensorView{impl.data(), impl.sizes, impl.strides, impl.dtype};
+}
+
+}  // namespace ember

@@ -1,0 +1,51 @@
+// CpuBackend: memory and host copies. The op families live in their own files (cpu_backend.h).
+#include "backend/cpu/cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backend/cpu/parallel.h"
+#include "core/check.h"
+
+namespace ember::cpu {
+
+CpuBackend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+int num_threads() {
+#ifdef _OPENMP
+  static const int n = omp_get_max_threads();  // honours OMP_NUM_THREADS and the CPU affinity mask
+  return n;
+#else
+  return 1;
+#endif
+}
+
+namespace {
+constexpr size_t kAlignment = 64;  // a cache line, and enough for AVX-512 loads
+}
+
+void* CpuBackend::allocate(size_t nbytes, int /*device_index*/) {
+  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) {
+    throw OutOfMemoryError(detail::concat("[cpu] out of memory: tried to allocate ", nbytes, " bytes"));
+  }
+  return p;
+}
+
+void CpuBackend::deallocate(void* ptr, size_t /*nbytes*/, int /*device_index*/) noexcept { std::free(ptr); }
+
+void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int /*device_index*/) {
+  if (nbytes) std::memcpy(dst, host_src, nbytes);
+}
+
+void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int /*device_index*/) {
+  if (nbytes) std::memcpy(host_dst, src, nbytes);
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,49 @@
+#pragma once
+// The CPU backend. Its methods are implemented one op family per file in this folder:
+//   cpu_backend.cpp  memory, copies, fill        elementwise.cpp  unary, binary, where, clamp
+//   reduce.cpp       reductions, softmax          matmul.cpp       matrix products (BLAS)
+//   indexing.cpp     index_select, gather, scatter_add            random.cpp  generators
+#include "backend/backend.h"
+
+namespace ember::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  DeviceType type() const override { return DeviceType::CPU; }
+  int device_count() const noexcept override { return 1; }
+
+  void* allocate(size_t nbytes, int device_index) override;
+  void deallocate(void* ptr, size_t nbytes, int device_index) noexcept override;
+
+  void copy(const TensorView& dst, const TensorView& src) override;
+  void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index) override;
+  void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index) override;
+  void fill(const TensorView& out, const Scalar& value) override;
+
+  void unary(UnaryOp op, const TensorView& x, const TensorView& out) override;
+  void binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void add_scaled(const TensorView& a, const TensorView& b, const Scalar& alpha, const TensorView& out) override;
+  void where(const TensorView& cond, const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, bool has_lo, bool has_hi,
+             const TensorView& out) override;
+
+  void reduce(ReduceOp op, const TensorView& x, int64_t reduced_dims, const TensorView& out,
+              const TensorView& indices, int64_t correction) override;
+  void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void softmax(const TensorView& x, const TensorView& out, bool log) override;
+
+  void index_select(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
+  void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
+  void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) override;
+
+  void random(const TensorView& out, const RandomArgs& args) override;
+  void randperm(const TensorView& out) override;
+  void manual_seed(uint64_t seed) override;
+};
+
+/// The process-wide CPU backend.
+CpuBackend& cpu_backend();
+/// The seed the CPU generator was last seeded with (random at start-up, as in PyTorch).
+uint64_t cpu_initial_seed();
+
+}  // namespace ember::cpu

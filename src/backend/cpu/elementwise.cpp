@@ -1,0 +1,301 @@
+// CPU element-wise kernels: unary, binary, add_scaled, where, clamp.
+//
+// The math lives in kernels/elementwise_ops.h (shared with CUDA); this file only loops. Every
+// op goes through for_each_element: when the output is contiguous and each input is either
+// contiguous or a broadcast scalar (all strides 0), the whole range is one run with strides
+// 1/0; otherwise the shape is simplified by kernels::StridedIndexer and walked row by row.
+// The row functions specialise the common stride patterns into plain indexed loops that the
+// compiler vectorises (Half/BFloat16 included: kernels::convert is branch-free). Nothing on
+// this path allocates, so a tiny op costs tens of nanoseconds.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <type_traits>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dispatch.h"
+#include "backend/cpu/parallel.h"
+#include "core/check.h"
+#include "kernels/elementwise_ops.h"
+#include "kernels/indexer.h"
+
+namespace ember::cpu {
+namespace {
+
+using kernels::convert;
+
+// Failures are out of line, so that the checks on the hot path stay a compare and a branch.
+[[noreturn, gnu::cold, gnu::noinline]] void fail_shape(const char* op, const TensorView& in, const TensorView& out) {
+  detail::fail("[", op, "] operand of shape ", detail::shape_str(in.sizes), " was not broadcast to the output shape ",
+               detail::shape_str(out.sizes));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_dtype(const char* op, const char* what, Dtype actual,
+                                                       Dtype expected) {
+  detail::fail("[", op, "] ", what, " has dtype ", dtype_name(actual), ", expected ", dtype_name(expected));
+}
+
+[[noreturn, gnu::cold, gnu::noinline]] void fail_not_implemented(const char* op, Dtype dtype) {
+  detail::fail("\"", op, "\" not implemented for '", scalar_type_name(dtype), "'");
+}
+
+inline void check_dtype(Dtype actual, Dtype expected, const char* op, const char* what) {
+  if (actual != expected) [[unlikely]] {
+    fail_dtype(op, what, actual, expected);
+  }
+}
+
+/// Inputs must arrive broadcast to the output's sizes.
+inline void check_shape(const char* op, const TensorView& in, const TensorView& out) {
+  const size_t nd = out.sizes.size();
+  if (!(in.sizes.size() == nd && std::equal(out.sizes.data(), out.sizes.data() + nd, in.sizes.data()))) [[unlikely]] {
+    fail_shape(op, in, out);
+  }
+}
+
+/// Calls row(offsets, strides, count) over every element of views[0]'s shape, on several
+/// threads when the work is large. views[0] is the output; the others must have its sizes.
+/// offsets[k] is operand k's element offset at the start of a run, strides[k] its stride
+/// along the run.
+///
+/// This is the per-call overhead of every element-wise op, so shapes are read once: a single
+/// pass checks the sizes and finds whether each operand is contiguous or a broadcast scalar.
+/// When all are (and the output is contiguous) the whole range is one run with strides 1/0;
+/// otherwise StridedIndexer simplifies the shape and the runs are its rows.
+template <size_t N, typename Row>
+void for_each_element(const char* op, const std::array<const TensorView*, N>& views, const Row& row) {
+  const TensorView& out = *views[0];
+  const size_t nd = out.sizes.size();
+  const int64_t* sizes = out.sizes.data();
+  const int64_t* strides[N];
+  for (size_t k = 0; k < N; ++k) {
+    if (k > 0) check_shape(op, *views[k], out);
+    strides[k] = views[k]->strides.data();
+  }
+  bool contiguous[N];
+  bool all_zero[N];
+  for (size_t k = 0; k < N; ++k) contiguous[k] = all_zero[k] = true;
+  int64_t numel = 1;
+  for (size_t d = nd; d-- > 0;) {
+    if (sizes[d] == 1) continue;
+    for (size_t k = 0; k < N; ++k) {
+      contiguous[k] = contiguous[k] && strides[k][d] == numel;
+      all_zero[k] = all_zero[k] && strides[k][d] == 0;
+    }
+    numel *= sizes[d];
+  }
+  if (numel == 0) return;
+
+  int64_t flat[N];
+  bool flat_ok = contiguous[0];
+  for (size_t k = 0; k < N; ++k) {
+    flat[k] = contiguous[k] ? 1 : 0;
+    flat_ok = flat_ok && (contiguous[k] || all_zero[k]);
+  }
+  if (flat_ok) {
+    parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) {
+      int64_t off[N];
+      for (size_t k = 0; k < N; ++k) off[k] = begin * flat[k];
+      row(static_cast<const int64_t*>(off), static_cast<const int64_t*>(flat), end - begin);
+    });
+    return;
+  }
+
+  kernels::StridedIndexer<static_cast<int>(N), kernels::kMaxInputDims> ix;
+  EMBER_CHECK(ix.build(static_cast<int64_t>(nd), sizes, strides, /*memory_order=*/true), "[", op,
+              "] too many non-mergeable dimensions in shape ", detail::shape_str(out.sizes));
+  int64_t inner[N];
+  for (size_t k = 0; k < N; ++k) inner[k] = ix.inner_stride(static_cast<int>(k));
+  parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) {
+    kernels::for_each_row(ix, begin, end, [&](const int64_t* off, int64_t count) { row(off, inner, count); });
+  });
+}
+
+// ---- row loops --------------------------------------------------------------------------------
+// C is the computation type: elements are converted to C, f computes, the result is converted
+// to the output type O.
+
+template <typename C, typename O, typename T, typename F>
+void unary_row(O* out, int64_t so, const T* x, int64_t sx, int64_t n, const F& f) {
+  if (so == 1 && sx == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = convert<O>(f(convert<C>(x[i])));
+  } else if (so == 1 && sx == 0) {
+    std::fill_n(out, n, convert<O>(f(convert<C>(x[0]))));
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i * so] = convert<O>(f(convert<C>(x[i * sx])));
+  }
+}
+
+template <typename C, typename O, typename T, typename F>
+void binary_row(O* out, int64_t so, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n, const F& f) {
+  if (so == 1 && sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = convert<O>(f(convert<C>(a[i]), convert<C>(b[i])));
+  } else if (so == 1 && sa == 1 && sb == 0) {
+    const C bv = convert<C>(b[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = convert<O>(f(convert<C>(a[i]), bv));
+  } else if (so == 1 && sa == 0 && sb == 1) {
+    const C av = convert<C>(a[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = convert<O>(f(av, convert<C>(b[i])));
+  } else if (so == 1 && sa == 0 && sb == 0) {
+    std::fill_n(out, n, convert<O>(f(convert<C>(a[0]), convert<C>(b[0]))));
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i * so] = convert<O>(f(convert<C>(a[i * sa]), convert<C>(b[i * sb])));
+  }
+}
+
+// ---- typed drivers ----------------------------------------------------------------------------
+
+/// out = f(x) elementwise: x of type T, computed in C, stored as O.
+template <typename T, typename C, typename O, typename F>
+void unary_loop(const char* op, const TensorView& x, const TensorView& out, const F& f) {
+  const T* xp = x.ptr<T>();
+  O* op_data = out.ptr<O>();
+  for_each_element<2>(op, {&out, &x}, [=](const int64_t* off, const int64_t* st, int64_t n) {
+    unary_row<C>(op_data + off[0], st[0], xp + off[1], st[1], n, f);
+  });
+}
+
+/// out = f(a, b) elementwise.
+template <typename T, typename C, typename O, typename F>
+void binary_loop(const char* op, const TensorView& a, const TensorView& b, const TensorView& out, const F& f) {
+  const T* ap = a.ptr<T>();
+  const T* bp = b.ptr<T>();
+  O* op_data = out.ptr<O>();
+  for_each_element<3>(op, {&out, &a, &b}, [=](const int64_t* off, const int64_t* st, int64_t n) {
+    binary_row<C>(op_data + off[0], st[0], ap + off[1], st[1], bp + off[2], st[2], n, f);
+  });
+}
+
+/// The output element type of Op on inputs of type T (computed as Args): bool for
+/// comparisons and logical ops, T otherwise.
+template <typename Op, typename T, typename... Args>
+using output_t = std::conditional_t<std::is_same_v<std::invoke_result_t<Op, Args...>, bool>, bool, T>;
+
+template <typename Op>
+void run_unary(const char* op, const TensorView& x, const TensorView& out) {
+  dispatch_all(x.dtype, op, [&]<typename T>() {
+    if constexpr (!kernels::accepts_v<Op, T>) {
+      fail_not_implemented(op, x.dtype);
+    } else {
+      using C = compute_t<T>;
+      using O = output_t<Op, T, C>;
+      check_dtype(out.dtype, dtype_v<O>, op, "output");
+      unary_loop<T, C, O>(op, x, out, Op{});
+    }
+  });
+}
+
+template <typename Op>
+void run_binary(const char* op, const TensorView& a, const TensorView& b, const TensorView& out) {
+  check_dtype(b.dtype, a.dtype, op, "second input");
+  dispatch_all(a.dtype, op, [&]<typename T>() {
+    if constexpr (!kernels::accepts_v<Op, T>) {
+      fail_not_implemented(op, a.dtype);
+    } else {
+      using C = compute_t<T>;
+      using O = output_t<Op, T, C, C>;
+      check_dtype(out.dtype, dtype_v<O>, op, "output");
+      binary_loop<T, C, O>(op, a, b, out, Op{});
+    }
+  });
+}
+
+/// where() moves whole elements, so it only needs an unsigned type of the element's width.
+template <typename U>
+void where_loop(const TensorView& cond, const TensorView& a, const TensorView& b, const TensorView& out) {
+  const auto* cp = cond.ptr<const uint8_t>();  // bool elements are stored as 0 / 1 bytes
+  const U* ap = a.ptr<const U>();
+  const U* bp = b.ptr<const U>();
+  U* op = out.ptr<U>();
+  for_each_element<4>("where", {&out, &cond, &a, &b}, [=](const int64_t* off, const int64_t* st, int64_t n) {
+    U* o = op + off[0];
+    const uint8_t* c = cp + off[1];
+    const U* x = ap + off[2];
+    const U* y = bp + off[3];
+    if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
+      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+    } else if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 0) {
+      const U yv = y[0];
+      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : yv;
+    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0 && st[3] == 1) {
+      const U xv = x[0];
+      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? xv : y[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) o[i * st[0]] = c[i * st[1]] ? x[i * st[2]] : y[i * st[3]];
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::unary(UnaryOp op, const TensorView& x, const TensorView& out) {
+  switch (op) {
+#define EMBER_CASE(Name, str) \
+  case UnaryOp::Name:         \
+    return run_unary<kernels::Name>(str, x, out);
+    EMBER_UNARY_OPS(EMBER_CASE)
+#undef EMBER_CASE
+  }
+  detail::fail("[unary] unknown op ", static_cast<int>(op));
+}
+
+void CpuBackend::binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out) {
+  switch (op) {
+#define EMBER_CASE(Name, str) \
+  case BinaryOp::Name:        \
+    return run_binary<kernels::Name>(str, a, b, out);
+    EMBER_BINARY_OPS(EMBER_CASE)
+#undef EMBER_CASE
+  }
+  detail::fail("[binary] unknown op ", static_cast<int>(op));
+}
+
+void CpuBackend::add_scaled(const TensorView& a, const TensorView& b, const Scalar& alpha, const TensorView& out) {
+  check_dtype(a.dtype, out.dtype, "add", "first input");
+  check_dtype(b.dtype, out.dtype, "add", "second input");
+  dispatch_all(out.dtype, "add", [&]<typename T>() {
+    using C = compute_t<T>;
+    binary_loop<T, C, T>("add", a, b, out, kernels::AddScaled<C>{alpha.to<C>()});
+  });
+}
+
+void CpuBackend::where(const TensorView& cond, const TensorView& a, const TensorView& b, const TensorView& out) {
+  check_dtype(cond.dtype, kBool, "where", "condition");
+  check_dtype(a.dtype, out.dtype, "where", "first input");
+  check_dtype(b.dtype, out.dtype, "where", "second input");
+  switch (element_size(out.dtype)) {
+    case 1: return where_loop<uint8_t>(cond, a, b, out);
+    case 2: return where_loop<uint16_t>(cond, a, b, out);
+    case 4: return where_loop<uint32_t>(cond, a, b, out);
+    case 8: return where_loop<uint64_t>(cond, a, b, out);
+    default: break;
+  }
+  detail::fail("[where] unsupported dtype ", dtype_name(out.dtype));
+}
+
+void CpuBackend::clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, bool has_lo, bool has_hi,
+                       const TensorView& out) {
+  check_dtype(out.dtype, x.dtype, "clamp", "output");
+  dispatch_all(x.dtype, "clamp", [&]<typename T>() {
+    if constexpr (!kernels::accepts_v<kernels::Clamp<T>, T>) {
+      fail_not_implemented("clamp", x.dtype);
+    } else {
+      using C = compute_t<T>;
+      using Limits = std::numeric_limits<C>;
+      constexpr C kLowest = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
+      constexpr C kHighest = Limits::has_infinity ? Limits::infinity() : Limits::max();
+      // Bounds are rounded to T first, as PyTorch does; an absent bound can never win.
+      const C low = has_lo ? convert<C>(lo.to<T>()) : kLowest;
+      const C high = has_hi ? convert<C>(hi.to<T>()) : kHighest;
+      if (kmath::isnan(low) || kmath::isnan(high)) {
+        // A NaN bound in use makes every element NaN (torch.clamp's documented behaviour).
+        check_shape("clamp", x, out);
+        fill(out, Scalar(std::numeric_limits<double>::quiet_NaN()));
+        return;
+      }
+      unary_loop<T, C, T>("clamp", x, out, kernels::Clamp<C>{low, high});
+    }
+  });
+}
+
+}  // namespace ember::cpu

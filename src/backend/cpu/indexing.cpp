@@ -1,0 +1,283 @@
+// CpuBackend::index_select, gather and scatter_add.
+//
+// Every index is checked before anything is written, so a bad index throws without leaving a
+// half-written output and no exception ever leaves a parallel region. The three ops iterate as
+// [outer, dim, inner]: the dims before `dim`, `dim` itself and the dims after it. scatter_add
+// splits work only across (outer, inner) positions and walks `dim` in order inside each, so two
+// threads never add to the same element and the order of additions is fixed.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dispatch.h"
+#include "backend/cpu/parallel.h"
+#include "core/check.h"
+
+namespace ember::cpu {
+namespace {
+
+// Sizes and strides, with a 0-d tensor seen as a 1-d tensor of one element (PyTorch lets
+// dim 0 address a scalar).
+struct Shape {
+  Dims sizes;
+  Dims strides;
+  int64_t ndim() const { return static_cast<int64_t>(sizes.size()); }
+};
+
+Shape shape_of(const TensorView& v) {
+  if (v.ndim() == 0) return {Dims{1}, Dims{1}};
+  return {v.sizes, v.strides};
+}
+
+Dims contiguous_strides(const Dims& sizes) {
+  Dims strides(sizes.size());
+  int64_t s = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= sizes[d];
+  }
+  return strides;
+}
+
+int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t wrapped = dim < 0 ? dim + ndim : dim;
+  EMBER_CHECK(wrapped >= 0 && wrapped < ndim, op, "(): dimension out of range (expected to be in range of [",
+              -ndim, ", ", ndim - 1, "], but got ", dim, ")");
+  return wrapped;
+}
+
+Dims slice_dims(const Dims& d, int64_t begin, int64_t end) {
+  Dims out;
+  for (int64_t i = begin; i < end; ++i) out.push_back(d[i]);
+  return out;
+}
+
+int64_t product(const Dims& d) {
+  int64_t n = 1;
+  for (int64_t s : d) n *= s;
+  return n;
+}
+
+// An iteration space split around `dim`, with the strides of N operands over it.
+template <int N>
+struct Split {
+  Dims outer_sizes, inner_sizes;
+  std::array<Dims, N> outer_strides, inner_strides;
+  std::array<int64_t, N> dim_strides;
+  int64_t outer = 1, inner = 1, dim_size = 1;
+
+  Split(const Dims& sizes, int64_t dim, std::array<const Dims*, N> strides) {
+    const int64_t nd = static_cast<int64_t>(sizes.size());
+    outer_sizes = slice_dims(sizes, 0, dim);
+    inner_sizes = slice_dims(sizes, dim + 1, nd);
+    for (int k = 0; k < N; ++k) {
+      outer_strides[k] = slice_dims(*strides[k], 0, dim);
+      inner_strides[k] = slice_dims(*strides[k], dim + 1, nd);
+      dim_strides[k] = (*strides[k])[dim];
+    }
+    outer = product(outer_sizes);
+    inner = product(inner_sizes);
+    dim_size = sizes[dim];
+  }
+};
+
+// Offsets of N operands at one row-major position of `sizes`, advanced one position at a time.
+template <int N>
+class Walker {
+ public:
+  Walker(const Dims& sizes, const std::array<Dims, N>& strides, int64_t start)
+      : sizes_(sizes), strides_(strides), index_(sizes.size()) {
+    offsets_.fill(0);
+    for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+      index_[d] = start % sizes[d];
+      start /= sizes[d];
+      for (int k = 0; k < N; ++k) offsets_[k] += index_[d] * strides[k][d];
+    }
+  }
+  int64_t operator[](int k) const { return offsets_[k]; }
+  void next() {
+    for (int64_t d = static_cast<int64_t>(sizes_.size()) - 1; d >= 0; --d) {
+      for (int k = 0; k < N; ++k) offsets_[k] += strides_[k][d];
+      if (++index_[d] < sizes_[d]) return;
+      for (int k = 0; k < N; ++k) offsets_[k] -= strides_[k][d] * sizes_[d];
+      index_[d] = 0;
+    }
+  }
+
+ private:
+  const Dims& sizes_;
+  const std::array<Dims, N>& strides_;
+  Dims index_;
+  std::array<int64_t, N> offsets_;
+};
+
+// Calls f(outer_offsets, j, inner_walker_start, inner_count) over lanes [begin, end) of the
+// (outer x inner) space, visiting `dim` in order inside each lane group.
+template <int N, typename F>
+void for_each_lane_group(const Split<N>& s, int64_t begin, int64_t end, const F& f) {
+  for (int64_t lane = begin; lane < end;) {
+    const int64_t a = lane / s.inner;
+    const int64_t b0 = lane % s.inner;
+    const int64_t b1 = std::min(s.inner, b0 + (end - lane));
+    Walker<N> outer(s.outer_sizes, s.outer_strides, a);
+    std::array<int64_t, N> base;
+    for (int k = 0; k < N; ++k) base[k] = outer[k];
+    for (int64_t j = 0; j < s.dim_size; ++j) f(base, j, b0, b1);
+    lane += b1 - b0;
+  }
+}
+
+// Checks every index of `index` against [0, size), reporting the first bad one in row-major
+// order with PyTorch's message.
+void check_indices(const TensorView& index, int64_t dim, int64_t size) {
+  const Shape shape = shape_of(index);
+  const std::array<Dims, 1> strides{shape.strides};
+  const int64_t* data = index.ptr<const int64_t>();
+  const int64_t n = product(shape.sizes);
+  Walker<1> w(shape.sizes, strides, 0);
+  for (int64_t i = 0; i < n; ++i, w.next()) {
+    int64_t v = data[w[0]];
+    EMBER_CHECK(v >= 0 && v < size, "index ", v, " is out of bounds for dimension ", dim, " with size ", size);
+  }
+}
+
+void check_index_dtype(const TensorView& index, const char* op) {
+  EMBER_CHECK(index.dtype == kInt64, op, "(): Expected dtype int64 for index");
+}
+
+template <typename T>
+void index_select_typed(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) {
+  const Shape xs = shape_of(x);
+  const int64_t count = index.numel();
+  const int64_t index_stride = index.ndim() == 0 ? 0 : index.strides[0];
+  const int64_t* idx = index.ptr<const int64_t>();
+
+  const int64_t outer = product(slice_dims(xs.sizes, 0, dim));
+  const Dims inner_sizes = slice_dims(xs.sizes, dim + 1, xs.ndim());
+  const std::array<Dims, 1> inner_strides{slice_dims(xs.strides, dim + 1, xs.ndim())};
+  const Dims outer_sizes = slice_dims(xs.sizes, 0, dim);
+  const std::array<Dims, 1> outer_strides{slice_dims(xs.strides, 0, dim)};
+  const int64_t inner = product(inner_sizes);
+  const bool inner_contiguous = inner_strides[0] == contiguous_strides(inner_sizes);
+
+  const T* src = x.ptr<const T>();
+  T* dst = out.ptr<T>();
+  parallel_for(outer * count, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, inner)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t row = begin; row < end; ++row) {
+                   const int64_t a = row / count, j = row % count;
+                   const T* from = src + Walker<1>(outer_sizes, outer_strides, a)[0] +
+                                   idx[j * index_stride] * xs.strides[dim];
+                   T* to = dst + row * inner;
+                   if (inner_contiguous) {
+                     std::copy(from, from + inner, to);
+                   } else {
+                     Walker<1> w(inner_sizes, inner_strides, 0);
+                     for (int64_t b = 0; b < inner; ++b, w.next()) to[b] = from[w[0]];
+                   }
+                 }
+               });
+}
+
+template <typename T>
+void gather_typed(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) {
+  const Shape xs = shape_of(x), is = shape_of(index);
+  const Dims out_strides = contiguous_strides(is.sizes);
+  // Operands: 0 = index, 1 = x (its `dim` offset comes from the index), 2 = out.
+  const Split<3> s(is.sizes, dim, {&is.strides, &xs.strides, &out_strides});
+  const int64_t* idx = index.ptr<const int64_t>();
+  const T* src = x.ptr<const T>();
+  T* dst = out.ptr<T>();
+  parallel_for(s.outer * s.inner, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.dim_size)),
+               [&](int64_t begin, int64_t end) {
+                 for_each_lane_group(s, begin, end, [&](const std::array<int64_t, 3>& base, int64_t j, int64_t b0,
+                                                         int64_t b1) {
+                   const int64_t* idx_j = idx + base[0] + j * s.dim_strides[0];
+                   const T* src_a = src + base[1];
+                   T* dst_j = dst + base[2] + j * s.dim_strides[2];
+                   Walker<3> w(s.inner_sizes, s.inner_strides, b0);
+                   for (int64_t b = b0; b < b1; ++b, w.next()) {
+                     dst_j[w[2]] = src_a[idx_j[w[0]] * s.dim_strides[1] + w[1]];
+                   }
+                 });
+               });
+}
+
+template <typename T>
+void scatter_add_typed(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) {
+  const Shape os = shape_of(out), is = shape_of(index), ss = shape_of(src);
+  // Operands: 0 = index, 1 = src, 2 = out (its `dim` offset comes from the index).
+  const Split<3> s(is.sizes, dim, {&is.strides, &ss.strides, &os.strides});
+  const int64_t* idx = index.ptr<const int64_t>();
+  const T* from = src.ptr<const T>();
+  T* to = out.ptr<T>();
+  parallel_for(s.outer * s.inner, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.dim_size)),
+               [&](int64_t begin, int64_t end) {
+                 for_each_lane_group(s, begin, end, [&](const std::array<int64_t, 3>& base, int64_t j, int64_t b0,
+                                                         int64_t b1) {
+                   const int64_t* idx_j = idx + base[0] + j * s.dim_strides[0];
+                   const T* from_j = from + base[1] + j * s.dim_strides[1];
+                   T* to_a = to + base[2];
+                   Walker<3> w(s.inner_sizes, s.inner_strides, b0);
+                   for (int64_t b = b0; b < b1; ++b, w.next()) {
+                     T& target = to_a[idx_j[w[0]] * s.dim_strides[2] + w[2]];
+                     target = static_cast<T>(static_cast<compute_t<T>>(target) + static_cast<compute_t<T>>(from_j[w[1]]));
+                   }
+                 });
+               });
+}
+
+}  // namespace
+
+void CpuBackend::index_select(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) {
+  check_index_dtype(index, "index_select");
+  EMBER_CHECK(index.ndim() <= 1, "index_select(): Index is supposed to be a vector");
+  const Shape xs = shape_of(x);
+  dim = normalize_dim(dim, xs.ndim(), "index_select");
+  const int64_t size = xs.sizes[dim];
+  const int64_t count = index.numel();
+  const int64_t index_stride = index.ndim() == 0 ? 0 : index.strides[0];
+  const int64_t* idx = index.ptr<const int64_t>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t v = idx[j * index_stride];
+    EMBER_CHECK(v >= 0 && v < size, "index out of range in self");
+  }
+  if (out.numel() == 0) return;
+  dispatch_all(x.dtype, "index_select", [&]<typename T>() { index_select_typed<T>(x, dim, index, out); });
+}
+
+void CpuBackend::gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) {
+  check_index_dtype(index, "gather");
+  const Shape xs = shape_of(x), is = shape_of(index);
+  EMBER_CHECK(xs.ndim() == is.ndim(), "Index tensor must have the same number of dimensions as input tensor");
+  dim = normalize_dim(dim, xs.ndim(), "gather");
+  for (int64_t d = 0; d < xs.ndim(); ++d) {
+    EMBER_CHECK(d == dim || is.sizes[d] <= xs.sizes[d], "Size does not match at dimension ", d, " expected index ",
+                detail::shape_str(index.sizes), " to be smaller than self ", detail::shape_str(x.sizes),
+                " apart from dimension ", dim);
+  }
+  EMBER_CHECK(out.numel() == index.numel() && out.dtype == x.dtype, "gather(): out must have index's sizes and x's dtype");
+  check_indices(index, dim, xs.sizes[dim]);
+  if (index.numel() == 0) return;
+  dispatch_all(x.dtype, "gather", [&]<typename T>() { gather_typed<T>(x, dim, index, out); });
+}
+
+void CpuBackend::scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) {
+  check_index_dtype(index, "scatter_add");
+  const Shape os = shape_of(out), is = shape_of(index), ss = shape_of(src);
+  EMBER_CHECK(os.ndim() == is.ndim() && ss.ndim() == is.ndim(),
+              "Index tensor must have the same number of dimensions as self tensor");
+  dim = normalize_dim(dim, os.ndim(), "scatter_add");
+  for (int64_t d = 0; d < os.ndim(); ++d) {
+    EMBER_CHECK((d == dim || is.sizes[d] <= os.sizes[d]) && is.sizes[d] <= ss.sizes[d], "Expected index ",
+                detail::shape_str(index.sizes), " to be smaller than self ", detail::shape_str(out.sizes),
+                " apart from dimension ", dim, " and to be smaller size than src ", detail::shape_str(src.sizes));
+  }
+  EMBER_CHECK(out.dtype == src.dtype, "scatter_add(): Expected self.dtype to be equal to src.dtype");
+  check_indices(index, dim, os.sizes[dim]);
+  if (index.numel() == 0) return;
+  dispatch_all(out.dtype, "scatter_add", [&]<typename T>() { scatter_add_typed<T>(out, dim, index, src); });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,69 @@
+// Asks the CUDA driver, through the statically linked runtime, whether GPUs are usable. The
+// runtime loads libcuda.so itself, so this works (and says "no driver") on machines without one.
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+#include <string>
+
+#include "backend/cuda_probe.h"
+
+namespace ember {
+namespace {
+
+std::string version_str(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+
+CudaProbe probe() {
+  CudaProbe p;
+  p.built = true;
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  p.runtime_version = version_str(runtime);
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) p.driver_version = version_str(driver);
+
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count <= 0) {
+    if (driver == 0) {
+      p.reason = "no NVIDIA driver found (libcuda.so could not be loaded); install the NVIDIA driver";
+    } else if (err == cudaErrorInsufficientDriver || driver < runtime) {
+      p.reason = "the NVIDIA driver (CUDA " + p.driver_version + ") is older than the CUDA runtime ember was built with (" +
+                 p.runtime_version + "); update the driver";
+    } else if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
+      p.reason = "the driver reports no CUDA devices (check CUDA_VISIBLE_DEVICES)";
+    } else {
+      p.reason = std::string("CUDA initialisation failed: ") + cudaGetErrorString(err);
+    }
+    cudaGetLastError();  // clear the sticky error so later calls start clean
+    return p;
+  }
+  p.device_count = count;
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
+      p.device_names.push_back(std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
+                               std::to_string(prop.minor) + ", " +
+                               std::to_string(prop.totalGlobalMem >> 20) + " MiB)");
+    } else {
+      p.device_names.emplace_back("unknown");
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+const CudaProbe& cuda_probe() noexcept {
+  static const CudaProbe result = [] {
+    try {
+      return probe();
+    } catch (...) {
+      CudaProbe p;
+      p.built = true;
+      p.reason = "CUDA initialisation failed unexpectedly";
+      return p;
+    }
+  }();
+  return result;
+}
+
+}  // namespace ember

@@ -1,0 +1,67 @@
+// The table of backends, indexed by DeviceType. Registration is explicit — one line per backend
+// in register_builtin_backends() — because static initialisers can be dropped by the linker.
+#include <array>
+#include <mutex>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "core/check.h"
+
+namespace ember {
+namespace {
+
+std::array<Backend*, kNumDeviceTypes> g_backends{};
+
+void register_builtin_backends() {
+  register_backend(DeviceType::CPU, &cpu::cpu_backend());
+  // The CUDA backend registers here once it exists (see docs/ARCHITECTURE.md).
+}
+
+void ensure_registered() {
+  static std::once_flag once;
+  std::call_once(once, register_builtin_backends);
+}
+
+}  // namespace
+
+void register_backend(DeviceType type, Backend* backend) { g_backends[static_cast<size_t>(type)] = backend; }
+
+Backend* find_backend(DeviceType type) {
+  ensure_registered();
+  return g_backends[static_cast<size_t>(type)];
+}
+
+Device normalize_device(Device device) {
+  if (device.is_cpu()) return Device(DeviceType::CPU);
+  if (!device.has_index()) return Device(device.type(), 0);  // the current device; ember has no set_device yet
+  return device;
+}
+
+Backend& backend_for(Device device) {
+  switch (device.type()) {
+    case DeviceType::CPU:
+      return *find_backend(DeviceType::CPU);
+    case DeviceType::CUDA: {
+      EMBER_CHECK(cuda::is_available(), "Cannot use device '", device, "': CUDA is not available: ",
+                  cuda::unavailable_reason(), ". Use ember::best_device() to fall back to the CPU.");
+      int index = device.has_index() ? device.index() : 0;
+      EMBER_CHECK(index < cuda::device_count(), "CUDA error: invalid device ordinal (device '", device,
+                  "' requested, but only ", cuda::device_count(), " CUDA device(s) are visible)");
+      Backend* b = find_backend(DeviceType::CUDA);
+      EMBER_CHECK(b != nullptr, "Cannot use device '", device,
+                  "': this version of ember detects CUDA GPUs but has no CUDA backend yet (tensors can live on "
+                  "the CPU only)");
+      return *b;
+    }
+    case DeviceType::MPS: {
+      EMBER_CHECK(mps::is_available(), "Cannot use device '", device, "': MPS is not available: ",
+                  mps::unavailable_reason(), ". Use ember::best_device() to fall back to the CPU.");
+      Backend* b = find_backend(DeviceType::MPS);
+      EMBER_CHECK(b != nullptr, "Cannot use device '", device, "': ember has no MPS backend");
+      return *b;
+    }
+  }
+  detail::fail("unknown device type");
+}
+
+}  // namespace ember

@@ -1,0 +1,32 @@
+#pragma once
+// Helpers shared by ember's own implementation files: allocation, views, dimension wrapping.
+#include <string>
+
+#include "backend/backend.h"
+#include "ember/tensor.h"
+
+namespace ember {
+
+/// Autograd state of a tensor. The training issue grows this into the real engine's record;
+/// today it carries the flag and the name printing needs.
+struct AutogradMeta {
+  bool requires_grad = false;
+  std::string grad_fn_name;
+};
+
+namespace detail {
+
+/// Row-major strides for `sizes`.
+Dims contiguous_strides(IntList sizes);
+int64_t numel_of(IntList sizes);
+/// A new contiguous, uninitialised tensor. Throws when the device is unusable.
+Tensor make_tensor(IntList sizes, Dtype dtype, Device device);
+/// A tensor sharing `base`'s storage with new geometry.
+Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset);
+/// Wraps a possibly negative dim into [0, ndim); PyTorch's message when out of range.
+int64_t wrap_dim(int64_t dim, int64_t ndim);
+/// Throws unless `t` is defined, naming the op.
+void check_defined(const Tensor& t, const char* op);
+
+}  // namespace detail
+}  // namespace ember

@@ -1,0 +1,54 @@
+#pragma once
+// The op lists, as X-macros: one place generates the op enums, their names and every backend's
+// switch, so adding an op without handling it somewhere fails to compile.
+
+// Unary ops: X(EnumName, "name"). Each has a functor of the same name in elementwise_ops.h.
+#define EMBER_UNARY_OPS(X) \
+  X(Neg, "neg")            \
+  X(Abs, "abs")            \
+  X(Exp, "exp")            \
+  X(Log, "log")            \
+  X(Sqrt, "sqrt")          \
+  X(Rsqrt, "rsqrt")        \
+  X(Sin, "sin")            \
+  X(Cos, "cos")            \
+  X(Tanh, "tanh")          \
+  X(Sigmoid, "sigmoid")    \
+  X(Relu, "relu")          \
+  X(Gelu, "gelu")          \
+  X(GeluTanh, "gelu")      \
+  X(Silu, "silu")          \
+  X(LogicalNot, "logical_not")
+
+// Binary ops whose output dtype equals the computation dtype.
+#define EMBER_ARITH_BINARY_OPS(X) \
+  X(Add, "add")                   \
+  X(Sub, "sub")                   \
+  X(Mul, "mul")                   \
+  X(Div, "div")                   \
+  X(Maximum, "maximum")           \
+  X(Minimum, "minimum")           \
+  X(Pow, "pow")
+
+// Binary ops that produce bool.
+#define EMBER_COMPARE_BINARY_OPS(X) \
+  X(Eq, "eq")                       \
+  X(Ne, "ne")                       \
+  X(Lt, "lt")                       \
+  X(Le, "le")                       \
+  X(Gt, "gt")                       \
+  X(Ge, "ge")                       \
+  X(LogicalAnd, "logical_and")      \
+  X(LogicalOr, "logical_or")
+
+#define EMBER_BINARY_OPS(X) EMBER_ARITH_BINARY_OPS(X) EMBER_COMPARE_BINARY_OPS(X)
+
+#define EMBER_REDUCE_OPS(X) \
+  X(Sum, "sum")             \
+  X(Mean, "mean")           \
+  X(Prod, "prod")           \
+  X(Max, "max")             \
+  X(Min, "min")             \
+  X(ArgMax, "argmax")       \
+  X(ArgMin, "argmin")       \
+  X(Var, "var")

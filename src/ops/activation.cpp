@@ -1,0 +1,36 @@
+// softmax and log_softmax: the backend normalises the last dimension of a contiguous tensor.
+#include "backend/backend.h"
+#include "core/check.h"
+#include "core/tensor_internal.h"
+#include "ember/ops.h"
+
+namespace ember {
+
+namespace {
+
+Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  detail::check_defined(x, name);
+  EMBER_CHECK(x.is_floating_point(), "\"", log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",
+              "\" not implemented for '", scalar_type_name(x.dtype()), "'");
+  dim = detail::wrap_dim(dim, x.dim());
+  if (x.dim() == 0) {
+    Tensor one = x.to(x.dtype(), false, true);
+    return one.fill_(log ? 0 : 1);
+  }
+  const int64_t last = x.dim() - 1;
+  Tensor moved = dim == last ? x : x.transpose(dim, last);
+  Tensor input = moved.contiguous();
+  Tensor out = detail::make_tensor(input.sizes(), x.dtype(), x.device());
+  if (out.numel() > 0) backend_for(x.device()).softmax(view_of(input), view_of(out), log);
+  return dim == last ? out : out.transpose(dim, last);
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+Tensor Tensor::softmax(int64_t dim) const { return ember::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return ember::log_softmax(*this, dim); }
+
+}  // namespace ember

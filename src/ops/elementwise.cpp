@@ -1,0 +1,285 @@
+// Element-wise ops: type promotion, broadcasting and device checks, then one backend call.
+#include <limits>
+
+#include "backend/backend.h"
+#include "core/check.h"
+#include "core/tensor_internal.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+#include "ops/infer.h"
+
+namespace ember {
+
+using detail::check_defined;
+using detail::make_tensor;
+using ops::prepare_operand;
+
+namespace {
+
+// The dtype an arithmetic binary op computes in (and returns), with PyTorch's special cases.
+Dtype arith_dtype(BinaryOp op, Dtype promoted) {
+  if (op == BinaryOp::Div && !is_floating_point(promoted)) return kFloat32;  // true division
+  return promoted;
+}
+
+Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted) {
+  const Device device = ops::common_device({&a, &b});
+  const Dims sizes = broadcast_shapes(a.sizes(), b.sizes());
+  const bool compare = is_comparison(op);
+  const Dtype compute = compare ? promoted : arith_dtype(op, promoted);
+  if (op == BinaryOp::Sub && compute == kBool) {
+    detail::fail("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                 "`logical_xor()` operator instead.");
+  }
+  Tensor out = make_tensor(sizes, compare ? kBool : compute, device);
+  backend_for(device).binary(op, view_of(prepare_operand(a, compute, sizes)),
+                             view_of(prepare_operand(b, compute, sizes)), view_of(out));
+  return out;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  check_defined(a, op_name(op));
+  check_defined(b, op_name(op));
+  return binary_impl(op, a, b, result_type(a, b));
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Scalar& b) {
+  check_defined(a, op_name(op));
+  const Dtype promoted = result_type(a, b);
+  return binary_impl(op, a, ops::wrap_scalar(b, promoted, a.device()), promoted);
+}
+
+Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b) {
+  check_defined(b, op_name(op));
+  const Dtype promoted = result_type(b, a);
+  return binary_impl(op, ops::wrap_scalar(a, promoted, b.device()), b, promoted);
+}
+
+// out = a + alpha * b, for add/sub with alpha != 1.
+Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  check_defined(a, "add");
+  check_defined(b, "add");
+  const Device device = ops::common_device({&a, &b});
+  const Dtype dtype = result_type(a, b);
+  EMBER_CHECK(is_floating_point(dtype) || !alpha.is_floating_point(),
+              "For integral input tensors, argument alpha must not be a floating point number.");
+  const Dims sizes = broadcast_shapes(a.sizes(), b.sizes());
+  Tensor out = make_tensor(sizes, dtype, device);
+  backend_for(device).add_scaled(view_of(prepare_operand(a, dtype, sizes)), view_of(prepare_operand(b, dtype, sizes)),
+                                 alpha, view_of(out));
+  return out;
+}
+
+// In-place: the result must be castable to self's dtype and keep self's shape.
+Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
+  EMBER_CHECK(same_dims(result.sizes(), self.sizes()), "output with shape ", detail::shape_str(self.sizes()),
+              " doesn't match the broadcast shape ", detail::shape_str(result.sizes()));
+  EMBER_CHECK(is_floating_point(self.dtype()) || !is_floating_point(result.dtype()),
+              "result type ", scalar_type_name(result.dtype()), " can't be cast to the desired output type ",
+              scalar_type_name(self.dtype()), " (in ", op, "_)");
+  self.copy_(result);
+  return self;
+}
+
+enum class FloatRule { Keep, Promote, FloatingOnly };
+
+FloatRule float_rule(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp:
+    case UnaryOp::Log:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Sin:
+    case UnaryOp::Cos:
+    case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid:
+      return FloatRule::Promote;
+    case UnaryOp::Gelu:
+    case UnaryOp::GeluTanh:
+    case UnaryOp::Silu:
+      return FloatRule::FloatingOnly;
+    default:
+      return FloatRule::Keep;
+  }
+}
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  check_defined(x, op_name(op));
+  Dtype compute = x.dtype();
+  switch (float_rule(op)) {
+    case FloatRule::Promote:
+      compute = ops::to_floating(compute);
+      break;
+    case FloatRule::FloatingOnly:
+      EMBER_CHECK(x.is_floating_point(), "\"", op_name(op), "\" not implemented for '", scalar_type_name(x.dtype()),
+                  "'");
+      break;
+    case FloatRule::Keep:
+      break;
+  }
+  EMBER_CHECK(!(op == UnaryOp::Neg && x.dtype() == kBool),
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
+              "the `~` or `logical_not()` operator instead.");
+  const Dtype out_dtype = op == UnaryOp::LogicalNot ? kBool : compute;
+  Tensor out = make_tensor(x.sizes(), out_dtype, x.device());
+  backend_for(x.device()).unary(op, view_of(prepare_operand(x, compute, x.sizes())), view_of(out));
+  return out;
+}
+
+}  // namespace
+
+// ---- free functions ----
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (alpha.to_double() == 1.0 && !alpha.is_bool()) return binary(BinaryOp::Add, a, b);
+  return add_scaled(a, b, alpha);
+}
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (alpha.to_double() == 1.0 && !alpha.is_bool()) return binary(BinaryOp::Sub, a, b);
+  EMBER_CHECK(b.dtype() != kBool && a.dtype() != kBool,
+              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+              "mask, use the `~` or `logical_not()` operator instead.");
+  return add_scaled(a, b, alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int64()));
+}
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
+Tensor pow(const Tensor& a, const Tensor& exponent) { return binary(BinaryOp::Pow, a, exponent); }
+Tensor pow(const Tensor& a, const Scalar& exponent) {
+  EMBER_CHECK(a.is_floating_point() || exponent.is_floating_point() || exponent.to_int64() >= 0,
+              "Integers to negative integer powers are not allowed.");
+  return binary(BinaryOp::Pow, a, exponent);
+}
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalOr, a, b); }
+Tensor logical_not(const Tensor& a) { return unary(UnaryOp::LogicalNot, a); }
+
+Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
+Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
+Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
+Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
+Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
+Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
+Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
+Tensor gelu(const Tensor& x, const char* approximate) {
+  const std::string_view mode = approximate ? approximate : "none";
+  EMBER_CHECK(mode == "none" || mode == "tanh", "approximate argument must be either none or tanh (got '", mode, "')");
+  return unary(mode == "tanh" ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined(cond, "where");
+  check_defined(a, "where");
+  check_defined(b, "where");
+  EMBER_CHECK(cond.dtype() == kBool, "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              scalar_type_name(cond.dtype()));
+  const Device device = ops::common_device({&cond, &a, &b});
+  const Dtype dtype = result_type(a, b);
+  const Dims sizes = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes()), b.sizes());
+  Tensor out = make_tensor(sizes, dtype, device);
+  backend_for(device).where(view_of(prepare_operand(cond, kBool, sizes)), view_of(prepare_operand(a, dtype, sizes)),
+                            view_of(prepare_operand(b, dtype, sizes)), view_of(out));
+  return out;
+}
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  check_defined(x, "clamp");
+  EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  ops::ResultTypeState state;
+  state.add(x);
+  if (min) state.add(*min);
+  if (max) state.add(*max);
+  const Dtype dtype = state.result();
+  Tensor out = make_tensor(x.sizes(), dtype, x.device());
+  backend_for(x.device()).clamp(view_of(prepare_operand(x, dtype, x.sizes())), min.value_or(0), max.value_or(0),
+                                min.has_value(), max.has_value(), view_of(out));
+  return out;
+}
+
+// ---- Tensor methods ----
+
+Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const { return ember::add(*this, other, alpha); }
+Tensor Tensor::sub(const Tensor& other, const Scalar& alpha) const { return ember::sub(*this, other, alpha); }
+Tensor Tensor::mul(const Tensor& other) const { return ember::mul(*this, other); }
+Tensor Tensor::div(const Tensor& other) const { return ember::div(*this, other); }
+Tensor Tensor::pow(const Scalar& exponent) const { return ember::pow(*this, exponent); }
+Tensor Tensor::neg() const { return ember::neg(*this); }
+Tensor Tensor::abs() const { return ember::abs(*this); }
+Tensor Tensor::exp() const { return ember::exp(*this); }
+Tensor Tensor::log() const { return ember::log(*this); }
+Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return ember::rsqrt(*this); }
+Tensor Tensor::tanh() const { return ember::tanh(*this); }
+Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
+Tensor Tensor::relu() const { return ember::relu(*this); }
+Tensor Tensor::gelu() const { return ember::gelu(*this); }
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return ember::clamp(*this, min, max);
+}
+Tensor Tensor::eq(const Tensor& other) const { return ember::eq(*this, other); }
+Tensor Tensor::ne(const Tensor& other) const { return ember::ne(*this, other); }
+Tensor Tensor::lt(const Tensor& other) const { return ember::lt(*this, other); }
+Tensor Tensor::le(const Tensor& other) const { return ember::le(*this, other); }
+Tensor Tensor::gt(const Tensor& other) const { return ember::gt(*this, other); }
+Tensor Tensor::ge(const Tensor& other) const { return ember::ge(*this, other); }
+
+Tensor& Tensor::add_(const Tensor& other, const Scalar& alpha) {
+  return assign_result(*this, ember::add(*this, other, alpha), "add");
+}
+Tensor& Tensor::sub_(const Tensor& other, const Scalar& alpha) {
+  return assign_result(*this, ember::sub(*this, other, alpha), "sub");
+}
+Tensor& Tensor::mul_(const Tensor& other) { return assign_result(*this, ember::mul(*this, other), "mul"); }
+Tensor& Tensor::div_(const Tensor& other) { return assign_result(*this, ember::div(*this, other), "div"); }
+Tensor& Tensor::add_(const Scalar& other) { return assign_result(*this, binary(BinaryOp::Add, *this, other), "add"); }
+Tensor& Tensor::mul_(const Scalar& other) { return assign_result(*this, binary(BinaryOp::Mul, *this, other), "mul"); }
+
+// ---- operators ----
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return ember::sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Add, a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Sub, a, b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Div, a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor operator-(const Tensor& a) { return ember::neg(a); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ne, a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Lt, a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Le, a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Eq, a, b); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Ne, a, b); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Lt, a, b); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Le, a, b); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Gt, a, b); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return binary(BinaryOp::Ge, a, b); }
+Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
+Tensor& operator+=(Tensor& a, const Scalar& b) { return assign_result(a, binary(BinaryOp::Add, a, b), "add"); }
+Tensor& operator-=(Tensor& a, const Scalar& b) { return assign_result(a, binary(BinaryOp::Sub, a, b), "sub"); }
+Tensor& operator*=(Tensor& a, const Scalar& b) { return assign_result(a, binary(BinaryOp::Mul, a, b), "mul"); }
+Tensor& operator/=(Tensor& a, const Scalar& b) { return assign_result(a, binary(BinaryOp::Div, a, b), "div"); }
+
+}  // namespace ember

@@ -1,0 +1,115 @@
+// Matrix products: PyTorch's matmul dispatch on ranks, with mm/bmm checks and messages.
+#include "backend/backend.h"
+#include "core/check.h"
+#include "core/tensor_internal.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+#include "ops/infer.h"
+
+namespace ember {
+
+using detail::check_defined;
+using detail::make_tensor;
+
+namespace {
+
+std::string dims_str(const Tensor& t) {
+  std::string s;
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? "x" : "") + std::to_string(t.size(i));
+  return s;
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ", cpp_type_name(a.dtype()),
+              " != ", cpp_type_name(b.dtype()));
+}
+
+// [B,M,K] x [B,K,N] → [B,M,N] on the backend; a and b may be any-strided views.
+Tensor batched_product(const Tensor& a, const Tensor& b) {
+  Tensor out = make_tensor(std::vector<int64_t>{a.size(0), a.size(1), b.size(2)}, a.dtype(), a.device());
+  backend_for(a.device()).matmul(view_of(a), view_of(b), view_of(out));
+  return out;
+}
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_defined(a, "mm");
+  check_defined(b, "mm");
+  ops::check_same_device("wrapper_mm", {{"self", &a}, {"mat2", &b}});
+  EMBER_CHECK(a.dim() == 2, "self must be a matrix");
+  EMBER_CHECK(b.dim() == 2, "mat2 must be a matrix");
+  EMBER_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", dims_str(a), " and ", dims_str(b),
+              ")");
+  check_same_dtype(a, b);
+  return batched_product(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_defined(a, "bmm");
+  check_defined(b, "bmm");
+  ops::check_same_device("wrapper_bmm", {{"self", &a}, {"mat2", &b}});
+  EMBER_CHECK(a.dim() == 3, "batch1 must be a 3D tensor");
+  EMBER_CHECK(b.dim() == 3, "batch2 must be a 3D tensor");
+  EMBER_CHECK(a.size(0) == b.size(0), "batch1 and batch2 must have same number of batches, got ", a.size(0), " and ",
+              b.size(0));
+  EMBER_CHECK(a.size(2) == b.size(1), "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0),
+              ", ", a.size(2), "] but got: [", b.size(0), ", ", b.size(1), "].");
+  check_same_dtype(a, b);
+  return batched_product(a, b);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_defined(a, "matmul");
+  check_defined(b, "matmul");
+  const int64_t da = a.dim(), db = b.dim();
+  EMBER_CHECK(da > 0 && db > 0, "both arguments to matmul need to be at least 1D, but they are ", da, "D and ", db,
+              "D");
+  if (da == 1 && db == 1) {
+    ops::check_same_device("wrapper_dot", {{"self", &a}, {"tensor", &b}});
+    EMBER_CHECK(a.dtype() == b.dtype(), "dot : expected both vectors to have same dtype, but found ",
+                scalar_type_name(a.dtype()), " and ", scalar_type_name(b.dtype()));
+    EMBER_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0),
+                "] and src [", b.size(0), "] to have the same number of elements, but got ", a.size(0), " and ",
+                b.size(0), " elements respectively");
+    return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape(std::vector<int64_t>{});
+  }
+  if (da == 2 && db == 1) {
+    EMBER_CHECK(a.size(1) == b.size(0), "size mismatch, got input (", a.size(0), "), mat (", dims_str(a),
+                "), vec (", b.size(0), ")");
+    return mm(a, b.unsqueeze(1)).squeeze(1);
+  }
+  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+  if (da == 2 && db == 2) return mm(a, b);
+
+  // Batched: broadcast the batch dims, fold them into one, multiply, unfold.
+  ops::check_same_device("wrapper_bmm", {{"self", &a}, {"mat2", &b}});
+  check_same_dtype(a, b);
+  Tensor a3 = da == 1 ? a.unsqueeze(0) : a;  // [.., n, k]
+  Tensor b3 = db == 1 ? b.unsqueeze(1) : b;  // [.., k, m]
+  const int64_t n = a3.size(-2), k = a3.size(-1), k2 = b3.size(-2), m = b3.size(-1);
+  EMBER_CHECK(k == k2, "Expected size for first two dimensions of batch2 tensor to be: [", k, ", ", k2,
+              "] but got: [", k2, ", ", m, "].");
+  IntList batch_a = a3.sizes().first(static_cast<size_t>(a3.dim() - 2));
+  IntList batch_b = b3.sizes().first(static_cast<size_t>(b3.dim() - 2));
+  Dims batch = broadcast_shapes(batch_a, batch_b);
+  const int64_t batch_count = detail::numel_of(batch);
+  Dims a_sizes = batch, b_sizes = batch;
+  a_sizes.push_back(n);
+  a_sizes.push_back(k);
+  b_sizes.push_back(k);
+  b_sizes.push_back(m);
+  Tensor a_flat = a3.expand(a_sizes).reshape(std::vector<int64_t>{batch_count, n, k});
+  Tensor b_flat = b3.expand(b_sizes).reshape(std::vector<int64_t>{batch_count, k, m});
+  Tensor out = batched_product(a_flat, b_flat);
+  Dims out_sizes = batch;
+  if (da > 1) out_sizes.push_back(n);
+  if (db > 1) out_sizes.push_back(m);
+  return out.view(out_sizes);
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }
+Tensor Tensor::mm(const Tensor& other) const { return ember::mm(*this, other); }
+Tensor Tensor::bmm(const Tensor& other) const { return ember::bmm(*this, other); }
+
+}  // namespace ember

@@ -1,0 +1,203 @@
+// Reductions: dimension handling and result dtypes here; the backend reduces the trailing dims.
+#include <algorithm>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/check.h"
+#include "core/tensor_internal.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+
+namespace ember {
+
+using detail::check_defined;
+using detail::make_tensor;
+
+namespace {
+
+struct ReducePlan {
+  Tensor permuted;        // input with the reduced dims moved last
+  int64_t reduced_dims;   // how many trailing dims of `permuted` are reduced
+  Dims out_sizes;         // without keepdim
+  Dims keepdim_sizes;     // with the reduced dims kept as 1
+  int64_t reduced_count;  // elements reduced into each output
+};
+
+ReducePlan plan_reduction(const Tensor& x, IntList dims_in) {
+  const int64_t nd = x.dim();
+  std::vector<bool> reduce(static_cast<size_t>(std::max<int64_t>(nd, 1)), dims_in.empty());
+  for (int64_t d : dims_in) {
+    const int64_t w = detail::wrap_dim(d, nd);
+    EMBER_CHECK(!reduce[w] || dims_in.empty(), "dim ", w, " appears multiple times in the list of dims");
+    reduce[w] = true;
+  }
+  ReducePlan plan;
+  Dims order;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!reduce[d]) {
+      order.push_back(d);
+      plan.out_sizes.push_back(x.size(d));
+    }
+  }
+  plan.reduced_count = 1;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (reduce[d]) {
+      order.push_back(d);
+      plan.reduced_count *= x.size(d);
+    }
+    plan.keepdim_sizes.push_back(reduce[d] ? 1 : x.size(d));
+  }
+  plan.reduced_dims = nd - static_cast<int64_t>(plan.out_sizes.size());
+  plan.permuted = x.permute(order);
+  return plan;
+}
+
+Tensor run_reduction(ReduceOp op, const Tensor& x, IntList dims, bool keepdim, Dtype out_dtype,
+                     int64_t correction = 0, Tensor* indices = nullptr) {
+  ReducePlan plan = plan_reduction(x, dims);
+  Tensor out = make_tensor(plan.out_sizes, out_dtype, x.device());
+  TensorView index_view;
+  index_view.data = nullptr;
+  if (indices) {
+    *indices = make_tensor(plan.out_sizes, kInt64, x.device());
+    index_view = view_of(*indices);
+  }
+  backend_for(x.device()).reduce(op, view_of(plan.permuted), plan.reduced_dims, view_of(out), index_view, correction);
+  if (keepdim) {
+    out = out.view(plan.keepdim_sizes);
+    if (indices) *indices = indices->view(plan.keepdim_sizes);
+  }
+  return out;
+}
+
+Dtype sum_dtype(Dtype d) { return is_floating_point(d) ? d : kInt64; }
+
+void check_floating(const Tensor& x, const char* op) {
+  EMBER_CHECK(x.is_floating_point(), op,
+              "(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: ",
+              scalar_type_name(x.dtype()));
+}
+
+void check_nonempty(const Tensor& x, IntList dims, const char* op) {
+  if (x.numel() != 0) return;
+  if (dims.empty() || x.dim() == 0) {
+    detail::fail(op, "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+                     "with the 'dim' argument.");
+  }
+  for (int64_t d : dims) {
+    const int64_t w = detail::wrap_dim(d, x.dim());
+    EMBER_CHECK(x.size(w) != 0, op, "(): Expected reduction dim ", w, " to have non-zero size.");
+  }
+}
+
+std::vector<int64_t> one_dim(std::optional<int64_t> dim) {
+  return dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, IntList dims, bool keepdim) {
+  check_defined(x, "sum");
+  return run_reduction(ReduceOp::Sum, x, dims, keepdim, sum_dtype(x.dtype()));
+}
+
+Tensor mean(const Tensor& x, IntList dims, bool keepdim) {
+  check_defined(x, "mean");
+  check_floating(x, "mean");
+  return run_reduction(ReduceOp::Mean, x, dims, keepdim, x.dtype());
+}
+
+Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  check_defined(x, "prod");
+  return run_reduction(ReduceOp::Prod, x, one_dim(dim), keepdim && dim.has_value(), sum_dtype(x.dtype()));
+}
+
+Tensor amax(const Tensor& x, IntList dims, bool keepdim) {
+  check_defined(x, "amax");
+  check_nonempty(x, dims, "amax");
+  return run_reduction(ReduceOp::Max, x, dims, keepdim, x.dtype());
+}
+
+Tensor amin(const Tensor& x, IntList dims, bool keepdim) {
+  check_defined(x, "amin");
+  check_nonempty(x, dims, "amin");
+  return run_reduction(ReduceOp::Min, x, dims, keepdim, x.dtype());
+}
+
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  check_defined(x, "max");
+  const int64_t dims[1] = {dim};
+  check_nonempty(x, dims, "max");
+  Tensor indices;
+  Tensor values = run_reduction(ReduceOp::Max, x, dims, keepdim, x.dtype(), 0, &indices);
+  return {values, indices};
+}
+
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  check_defined(x, "min");
+  const int64_t dims[1] = {dim};
+  check_nonempty(x, dims, "min");
+  Tensor indices;
+  Tensor values = run_reduction(ReduceOp::Min, x, dims, keepdim, x.dtype(), 0, &indices);
+  return {values, indices};
+}
+
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  check_defined(x, "argmax");
+  check_nonempty(x, one_dim(dim), "argmax");
+  // Without a dim, PyTorch reduces the flattened tensor (keepdim then gives all-ones sizes).
+  Tensor out = run_reduction(ReduceOp::ArgMax, dim ? x : x.reshape(std::vector<int64_t>{-1}), one_dim(dim),
+                             keepdim && dim.has_value(), kInt64);
+  if (keepdim && !dim) return out.reshape(Dims(static_cast<size_t>(x.dim()), 1));
+  return out;
+}
+
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  check_defined(x, "argmin");
+  check_nonempty(x, one_dim(dim), "argmin");
+  Tensor out = run_reduction(ReduceOp::ArgMin, dim ? x : x.reshape(std::vector<int64_t>{-1}), one_dim(dim),
+                             keepdim && dim.has_value(), kInt64);
+  if (keepdim && !dim) return out.reshape(Dims(static_cast<size_t>(x.dim()), 1));
+  return out;
+}
+
+Tensor var(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
+  check_defined(x, "var");
+  EMBER_CHECK(x.is_floating_point(), "std and var only support floating point and complex dtypes");
+  return run_reduction(ReduceOp::Var, x, dims, keepdim, x.dtype(), correction);
+}
+
+Tensor std(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
+  return sqrt(var(x, dims, correction, keepdim));
+}
+
+// ---- Tensor methods ----
+
+Tensor Tensor::sum() const { return ember::sum(*this); }
+Tensor Tensor::sum(IntList dims, bool keepdim) const { return ember::sum(*this, dims, keepdim); }
+Tensor Tensor::mean() const { return ember::mean(*this); }
+Tensor Tensor::mean(IntList dims, bool keepdim) const { return ember::mean(*this, dims, keepdim); }
+Tensor Tensor::prod() const { return ember::prod(*this); }
+Tensor Tensor::prod(int64_t dim, bool keepdim) const { return ember::prod(*this, dim, keepdim); }
+Tensor Tensor::max() const {
+  check_nonempty(*this, {}, "max");
+  return ember::amax(*this);
+}
+Tensor Tensor::min() const {
+  check_nonempty(*this, {}, "min");
+  return ember::amin(*this);
+}
+Tensor Tensor::amax(IntList dims, bool keepdim) const { return ember::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(IntList dims, bool keepdim) const { return ember::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return ember::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return ember::argmin(*this, dim, keepdim); }
+Tensor Tensor::var() const { return ember::var(*this); }
+Tensor Tensor::var(IntList dims, int64_t correction, bool keepdim) const {
+  return ember::var(*this, dims, correction, keepdim);
+}
+Tensor Tensor::std() const { return ember::std(*this); }
+Tensor Tensor::std(IntList dims, int64_t correction, bool keepdim) const {
+  return ember::std(*this, dims, correction, keepdim);
+}
+
+}  // namespace ember
