@@ -2,6 +2,8 @@
 # The library is shared and these stay private, so programs that use ember need none of them.
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
+# zlib reads gzipped data sets (IDX files as Debian's dataset packages ship them).
+find_package(ZLIB REQUIRED)
 
 # BLAS. float32 products (and float16/bfloat16 ones, computed in float32) go to oneDNN's sgemm,
 # which measured 5-7x faster than OpenBLAS 0.3.21 on the MLP's shapes (OpenBLAS misdetects recent
@@ -40,7 +42,7 @@ else()
 endif()
 
 function(ember_link_private_dependencies target)
-  target_link_libraries(${target} PRIVATE Threads::Threads OpenMP::OpenMP_CXX ${OpenBLAS_LIBRARIES}
+  target_link_libraries(${target} PRIVATE Threads::Threads OpenMP::OpenMP_CXX ZLIB::ZLIB ${OpenBLAS_LIBRARIES}
                                            ${EMBER_DNNL_LIBRARY})
   target_include_directories(${target} PRIVATE ${OpenBLAS_INCLUDE_DIRS} ${EMBER_DNNL_INCLUDE_DIR})
   if(EMBER_HAVE_CUDA)

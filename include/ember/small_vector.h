@@ -18,7 +18,16 @@ class IntList {
  public:
   constexpr IntList() = default;
   constexpr IntList(const int64_t* data, size_t size) : data_(data), size_(size) {}
+// Viewing a braced list is the point of this constructor (as with c10::ArrayRef); GCC's lifetime
+// warning assumes the view is stored.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   constexpr IntList(std::initializer_list<int64_t> list) : data_(list.begin()), size_(list.size()) {}  // NOLINT
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
   IntList(const std::vector<int64_t>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT
   constexpr IntList(std::span<const int64_t> s) : data_(s.data()), size_(s.size()) {}  // NOLINT
   template <size_t N>

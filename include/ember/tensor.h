@@ -63,9 +63,18 @@ class Tensor {
     return item().to<T>();
   }
 
-  // ---- autograd flag (the engine comes with training) ----
+  // ---- autograd (see ember/autograd.h) ----
+  /// True for leaves marked with requires_grad_() and for results of recorded ops.
   bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true);
+  /// True unless the tensor is the result of a recorded op.
+  bool is_leaf() const;
+  /// The accumulated gradient of a leaf (undefined until a backward pass reaches it).
+  Tensor grad() const;
+  /// Replaces the gradient (an undefined tensor clears it, like `p.grad = None`).
+  void set_grad(const Tensor& grad);
+  /// Back-propagates from this tensor; `gradient` may be omitted for one-element tensors.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
   /// The name of the node that produced this tensor ("AddBackward0"), or "" for a leaf.
   std::string grad_fn_name() const;
 

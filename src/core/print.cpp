@@ -1,5 +1,5 @@
 // Tensor printing that reproduces PyTorch's repr() byte for byte (torch/_tensor_str.py, see
-// /work/shared/spec/pytorch-behaviour.md section 3). libtorch's own operator<< prints a different
+// the PyTorch behaviour spec section 3). libtorch's own operator<< prints a different
 // format; ember follows the Python text because that is what users compare against.
 //
 // The work is split so that everything after "read the elements" is independent of Tensor:
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/print_internal.h"
 #include "ember/tensor.h"
 
 namespace ember {
@@ -227,9 +228,9 @@ class Layout {
       if (i < count) parts.push_back(render(level + 1, base + i * inner_counts_[level], indent + 1));
     }
     // One newline per remaining dimension minus one: rows touch, 2-D blocks get a blank line, etc.
-    const std::string separator =
-        "," + std::string(ndim - level - 1, '\n') + std::string(static_cast<size_t>(indent + 1), ' ');
-    return "[" + join(parts, separator) + "]";
+    std::string separator = ",";
+    separator.append(ndim - level - 1, '\n').append(static_cast<size_t>(indent + 1), ' ');
+    return bracketed(join(parts, separator));
   }
 
  private:
@@ -253,7 +254,17 @@ class Layout {
                                                     items.begin() + static_cast<std::ptrdiff_t>(end)),
                            ", "));
     }
-    return "[" + join(lines, ",\n" + std::string(static_cast<size_t>(indent + 1), ' ')) + "]";
+    std::string separator = ",\n";
+    separator.append(static_cast<size_t>(indent + 1), ' ');
+    return bracketed(join(lines, separator));
+  }
+
+  // "[" + s + "]", written out because GCC 12 warns (-Wrestrict) on "[" + std::string&&.
+  static std::string bracketed(const std::string& s) {
+    std::string out;
+    out.reserve(s.size() + 2);
+    out.append(1, '[').append(s).append(1, ']');
+    return out;
   }
 
   const ShownElements& shown_;

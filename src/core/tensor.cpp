@@ -2,8 +2,10 @@
 #include "ember/tensor.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
+#include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -120,21 +122,6 @@ Scalar Tensor::item() const {
   detail::fail("[item] unknown dtype");
 }
 
-// ---- autograd flag ----
-
-bool Tensor::requires_grad() const { return impl().autograd && impl().autograd->requires_grad; }
-
-Tensor& Tensor::requires_grad_(bool requires_grad) {
-  EMBER_CHECK(!requires_grad || is_floating_point(),
-              "only Tensors of floating point and complex dtype can require gradients (got ", dtype_name(dtype()),
-              ")");
-  if (!impl().autograd) impl().autograd = std::make_shared<AutogradMeta>();
-  impl().autograd->requires_grad = requires_grad;
-  return *this;
-}
-
-std::string Tensor::grad_fn_name() const { return impl().autograd ? impl().autograd->grad_fn_name : std::string(); }
-
 // ---- views ----
 
 namespace {
@@ -200,6 +187,24 @@ std::optional<Dims> view_strides(IntList old_sizes, IntList old_strides, IntList
   return new_strides;
 }
 
+// Records a view (or copy) op for autograd: `grad_of` maps the output's gradient to self's.
+Tensor with_grad(Tensor out, const Tensor& self, const char* name, std::function<Tensor(const Tensor&)> grad_of) {
+  if (autograd::needs_grad({&self})) {
+    autograd::record(out, name, {&self},
+                     [f = std::move(grad_of)](const Tensor& g) { return std::vector<Tensor>{f(g)}; });
+  }
+  return out;
+}
+
+// The gradient of a view that picked part of self: zeros with the picked part filled in.
+std::function<Tensor(const Tensor&)> embed_into(Dims sizes, std::function<Tensor(Tensor&)> pick) {
+  return [sizes = std::move(sizes), pick = std::move(pick)](const Tensor& g) {
+    Tensor full = zeros(sizes, g.dtype());
+    pick(full).copy_(g);
+    return full;
+  };
+}
+
 }  // namespace
 
 Tensor Tensor::view(IntList sizes) const {
@@ -208,13 +213,15 @@ Tensor Tensor::view(IntList sizes) const {
   EMBER_CHECK(strides.has_value(),
               "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
               "two contiguous subspaces). Use .reshape(...) instead.");
-  return make_view(*this, std::move(shape), std::move(*strides), storage_offset());
+  return with_grad(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "ViewBackward0",
+                   [in = Dims(this->sizes())](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::reshape(IntList sizes) const {
   Dims shape = infer_size(sizes, numel());
   if (auto strides = view_strides(impl().sizes, impl().strides, shape)) {
-    return make_view(*this, std::move(shape), std::move(*strides), storage_offset());
+    return with_grad(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this,
+                     "ViewBackward0", [in = Dims(this->sizes())](const Tensor& g) { return g.reshape(in); });
   }
   return contiguous().view(shape);
 }
@@ -231,7 +238,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   Dims sizes = impl().sizes, strides = impl().strides;
   std::swap(sizes[d0], sizes[d1]);
   std::swap(strides[d0], strides[d1]);
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                   "TransposeBackward0", [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::permute(IntList dims) const {
@@ -248,7 +256,10 @@ Tensor Tensor::permute(IntList dims) const {
     sizes[i] = impl().sizes[d];
     strides[i] = impl().strides[d];
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  Dims inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], dim())] = static_cast<int64_t>(i);
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                   "PermuteBackward0", [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -274,7 +285,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   int64_t offset = storage_offset() + index * strides[d];
   sizes.erase(d);
   strides.erase(d);
-  return make_view(*this, std::move(sizes), std::move(strides), offset);
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SelectBackward0",
+                   embed_into(impl().sizes, [d, index](Tensor& full) { return full.select(d, index); }));
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<int64_t> end_opt,
@@ -292,7 +304,8 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   int64_t offset = storage_offset() + start * strides[d];
   sizes[d] = (end - start + step - 1) / step;
   strides[d] *= step;
-  return make_view(*this, std::move(sizes), std::move(strides), offset);
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SliceBackward0",
+                   embed_into(impl().sizes, [d, start, end, step](Tensor& full) { return full.slice(d, start, end, step); }));
 }
 
 Tensor Tensor::squeeze() const {
@@ -303,7 +316,8 @@ Tensor Tensor::squeeze() const {
       strides.push_back(impl().strides[i]);
     }
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                   "SqueezeBackward0", [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -313,7 +327,8 @@ Tensor Tensor::squeeze(int64_t d) const {
     sizes.erase(d);
     strides.erase(d);
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                   "SqueezeBackward1", [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -322,7 +337,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t stride = d < dim() ? sizes[d] * strides[d] : 1;
   sizes.insert(d, 1);
   strides.insert(d, stride);
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                   "UnsqueezeBackward0", [d](const Tensor& g) { return g.squeeze(d); });
 }
 
 Tensor Tensor::expand(IntList target) const {
@@ -354,7 +370,9 @@ Tensor Tensor::expand(IntList target) const {
       strides[i] = 0;
     }
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  // The engine sums the gradient back down to the original sizes.
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                   "ExpandBackward0", [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -390,12 +408,23 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
 
 // ---- copies ----
 
+namespace {
+// In-place writes would silently corrupt a recorded graph; PyTorch tracks them through views with
+// version counters and graph rewriting. ember refuses them while recording, so gradients stay right.
+void check_inplace_allowed(const Tensor& self) {
+  if (!GradMode::is_enabled() || !self.requires_grad()) return;
+  EMBER_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation.");
+  detail::fail("in-place operations on tensors that are part of an autograd graph are not supported; use the "
+               "out-of-place form (x = x + y) or wrap the update in an ember::NoGradGuard");
+}
+}  // namespace
+
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::clone() const {
   Tensor out = detail::make_tensor(sizes(), dtype(), device());
   backend_for(device()).copy(view_of(out), view_of(*this));
-  return out;
+  return with_grad(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::detach() const { return make_view(*this, impl().sizes, impl().strides, storage_offset()); }
@@ -403,6 +432,7 @@ Tensor Tensor::detach() const { return make_view(*this, impl().sizes, impl().str
 Tensor& Tensor::copy_(const Tensor& src) {
   detail::check_defined(*this, "copy_");
   detail::check_defined(src, "copy_");
+  check_inplace_allowed(*this);
   Tensor source = src;
   if (src.device() != device()) {
     // Cross-device: stage through contiguous memory on the host.
@@ -431,6 +461,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {
+  check_inplace_allowed(*this);
   backend_for(device()).fill(view_of(*this), value);
   impl().storage->bump_version();
   return *this;
@@ -453,15 +484,18 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
   if (!copy && target_dtype == dtype() && target_device == device()) return *this;
   Device alloc_device = target_device.is_cpu() ? Device(DeviceType::CPU) : target_device;
   Tensor out = detail::make_tensor(sizes(), target_dtype, alloc_device);
-  if (alloc_device == device()) {
-    backend_for(device()).copy(view_of(out), view_of(*this));
-  } else if (target_dtype == dtype()) {
-    out.copy_(*this);
-  } else {
-    // Convert on the source device, then move the bytes.
-    out.copy_(to(target_dtype));
+  {
+    NoGradGuard no_grad;  // the copy is internal; ToCopyBackward0 below is the recorded op
+    if (alloc_device == device()) {
+      backend_for(device()).copy(view_of(out), view_of(*this));
+    } else if (target_dtype == dtype()) {
+      out.copy_(*this);
+    } else {
+      // Convert on the source device, then move the bytes.
+      out.copy_(to(target_dtype));
+    }
   }
-  return out;
+  return with_grad(out, *this, "ToCopyBackward0", [src = device()](const Tensor& g) { return g.to(src); });
 }
 
 Tensor Tensor::to(Device device, bool non_blocking, bool copy) const {

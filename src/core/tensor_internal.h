@@ -2,17 +2,11 @@
 // Helpers shared by ember's own implementation files: allocation, views, dimension wrapping.
 #include <string>
 
+#include "autograd/node.h"
 #include "backend/backend.h"
 #include "ember/tensor.h"
 
 namespace ember {
-
-/// Autograd state of a tensor. The training issue grows this into the real engine's record;
-/// today it carries the flag and the name printing needs.
-struct AutogradMeta {
-  bool requires_grad = false;
-  std::string grad_fn_name;
-};
 
 namespace detail {
 

@@ -123,14 +123,19 @@ EMBER_HD constexpr To float_to_integer(From v) {
 
 EMBER_HD inline float half_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  const uint32_t mantissa = h & 0x3ffu;
-  const uint32_t normal = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-  const uint32_t inf_nan = sign | 0x7f800000u | (mantissa << 13);
-  // Subnormal: mantissa * 2^-24, exact in float.
-  const uint32_t subnormal = sign | ember::detail::float_bits(static_cast<float>(mantissa) * 5.9604644775390625e-08f);
-  const uint32_t bits = exponent == 0x1fu ? inf_nan : (exponent == 0 ? subnormal : normal);
-  return ember::detail::bits_float(bits);
+  const uint32_t magnitude = static_cast<uint32_t>(h & 0x7fffu) << 13;  // exponent and mantissa, float-aligned
+  const uint32_t normal = magnitude + (112u << 23);                     // rebias the exponent: 15 -> 127
+  const uint32_t inf_nan = magnitude | 0x7f800000u;
+  // Subnormal: mantissa * 2^-24, exact, computed on normal floats (so flush-to-zero modes
+  // cannot touch it).
+  const uint32_t subnormal =
+      ember::detail::float_bits(static_cast<float>(static_cast<int32_t>(h & 0x3ffu)) * 5.9604644775390625e-08f);
+  uint32_t bits = magnitude >= (0x1fu << 23) ? inf_nan : normal;
+  // A mask rather than ?: here: GCC will not if-convert a select whose arm holds float math
+  // (it could trap), and the branch would stop the loop from vectorising.
+  const uint32_t subnormal_mask = 0u - static_cast<uint32_t>(magnitude < (1u << 23));
+  bits = (subnormal & subnormal_mask) | (bits & ~subnormal_mask);
+  return ember::detail::bits_float(sign | bits);
 }
 
 EMBER_HD inline uint16_t half_bits_from_float(float f) {
@@ -294,6 +299,14 @@ struct Relu {
   }
 };
 
+struct Erf {
+  static constexpr Domain domain = Domain::Floating;
+  template <typename C>
+  EMBER_HD C operator()(C x) const {
+    return kmath::erf(x);
+  }
+};
+
 /// Exact GELU: x/2 * (1 + erf(x / sqrt(2))), in PyTorch's operation order.
 struct Gelu {
   static constexpr Domain domain = Domain::Floating;
@@ -416,13 +429,13 @@ struct Pow {
 
 // ---- binary, producing bool -------------------------------------------------------------------
 
-#define EMBER_COMPARISON_FUNCTOR(Name, expr)                  \
-  struct Name {                                               \
-    static constexpr Domain domain = Domain::Any;             \
-    template <typename C>                                     \
-    EMBER_HD constexpr bool operator()(C a, C b) const {      \
-      return expr;                                            \
-    }                                                         \
+#define EMBER_COMPARISON_FUNCTOR(Name, expr)             \
+  struct Name {                                          \
+    static constexpr Domain domain = Domain::Any;        \
+    template <typename C>                                \
+    EMBER_HD constexpr bool operator()(C a, C b) const { \
+      return expr;                                       \
+    }                                                    \
   };
 EMBER_COMPARISON_FUNCTOR(Eq, a == b)
 EMBER_COMPARISON_FUNCTOR(Ne, a != b)

@@ -32,8 +32,8 @@ struct StridedIndexer {
     EMBER_HD int64_t operator[](int k) const { return v[k]; }
   };
 
-  int ndim = 0;               // >= 1 once built
-  int64_t sizes[MaxDims];     // outermost first
+  int ndim = 0;                 // >= 1 once built
+  int64_t sizes[MaxDims];       // outermost first
   int64_t strides[N][MaxDims];  // in elements, per operand
 
   /// Simplifies the shape `sizes[0, in_ndim)` shared by the N operands whose strides are

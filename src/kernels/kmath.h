@@ -11,18 +11,18 @@
 namespace ember::kmath {
 
 #if defined(__CUDA_ARCH__)
-#define EMBER_KMATH_UNARY(name, device_f, device_d, host_fn)       \
-  EMBER_HD inline float name(float x) { return ::device_f(x); }  \
+#define EMBER_KMATH_UNARY(name, device_f, device_d, host_fn)    \
+  EMBER_HD inline float name(float x) { return ::device_f(x); } \
   EMBER_HD inline double name(double x) { return ::device_d(x); }
-#define EMBER_KMATH_BINARY(name, device_f, device_d, host_fn)                        \
-  EMBER_HD inline float name(float x, float y) { return ::device_f(x, y); }         \
+#define EMBER_KMATH_BINARY(name, device_f, device_d, host_fn)               \
+  EMBER_HD inline float name(float x, float y) { return ::device_f(x, y); } \
   EMBER_HD inline double name(double x, double y) { return ::device_d(x, y); }
 #else
-#define EMBER_KMATH_UNARY(name, device_f, device_d, host_fn)          \
-  EMBER_HD inline float name(float x) { return std::host_fn(x); }   \
+#define EMBER_KMATH_UNARY(name, device_f, device_d, host_fn)      \
+  EMBER_HD inline float name(float x) { return std::host_fn(x); } \
   EMBER_HD inline double name(double x) { return std::host_fn(x); }
-#define EMBER_KMATH_BINARY(name, device_f, device_d, host_fn)                          \
-  EMBER_HD inline float name(float x, float y) { return std::host_fn(x, y); }         \
+#define EMBER_KMATH_BINARY(name, device_f, device_d, host_fn)                 \
+  EMBER_HD inline float name(float x, float y) { return std::host_fn(x, y); } \
   EMBER_HD inline double name(double x, double y) { return std::host_fn(x, y); }
 #endif
 

@@ -13,6 +13,7 @@
   X(Sin, "sin")            \
   X(Cos, "cos")            \
   X(Tanh, "tanh")          \
+  X(Erf, "erf")            \
   X(Sigmoid, "sigmoid")    \
   X(Relu, "relu")          \
   X(Gelu, "gelu")          \

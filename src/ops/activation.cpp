@@ -1,4 +1,5 @@
 // softmax and log_softmax: the backend normalises the last dimension of a contiguous tensor.
+#include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -23,7 +24,17 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   Tensor input = moved.contiguous();
   Tensor out = detail::make_tensor(input.sizes(), x.dtype(), x.device());
   if (out.numel() > 0) backend_for(x.device()).softmax(view_of(input), view_of(out), log);
-  return dim == last ? out : out.transpose(dim, last);
+  Tensor result = dim == last ? out : out.transpose(dim, last);
+  if (autograd::needs_grad({&x})) {
+    autograd::record(result, log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&x},
+                     [dim, log, so = autograd::SavedTensor(result)](const Tensor& g) {
+                       Tensor y = so.get();
+                       const int64_t dims[1] = {dim};
+                       if (log) return std::vector<Tensor>{g - exp(y) * sum(g, dims, true)};
+                       return std::vector<Tensor>{y * (g - sum(g * y, dims, true))};
+                     });
+  }
+  return result;
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // Element-wise ops: type promotion, broadcasting and device checks, then one backend call.
+#include <cmath>
 #include <limits>
+#include <numbers>
 
+#include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -22,6 +25,136 @@ Dtype arith_dtype(BinaryOp op, Dtype promoted) {
   return promoted;
 }
 
+using autograd::SavedTensor;
+
+// Backward formulas of the arithmetic binary ops. Gradients come back in the output's shape and
+// dtype; autograd::record sums them down to each input's shape and casts them to its dtype.
+void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
+  SavedTensor sa(a), sb(b);
+  switch (op) {
+    case BinaryOp::Add:
+      autograd::record(out, "AddBackward0", {&a, &b}, [](const Tensor& g) { return std::vector<Tensor>{g, g}; });
+      return;
+    case BinaryOp::Sub:
+      autograd::record(out, "SubBackward0", {&a, &b}, [](const Tensor& g) { return std::vector<Tensor>{g, -g}; });
+      return;
+    case BinaryOp::Mul:
+      autograd::record(out, "MulBackward0", {&a, &b}, [sa, sb](const Tensor& g) {
+        return std::vector<Tensor>{g * sb.get(), g * sa.get()};
+      });
+      return;
+    case BinaryOp::Div:
+      autograd::record(out, "DivBackward0", {&a, &b}, [sa, sb](const Tensor& g) {
+        Tensor x = sa.get(), y = sb.get();
+        return std::vector<Tensor>{g / y, -g * x / (y * y)};
+      });
+      return;
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum: {
+      const bool is_max = op == BinaryOp::Maximum;
+      // The larger (smaller) input gets the gradient; ties split it evenly, as PyTorch does.
+      autograd::record(out, is_max ? "MaximumBackward0" : "MinimumBackward0", {&a, &b}, [sa, sb, is_max](const Tensor& g) {
+        Tensor x = sa.get(), y = sb.get();
+        Tensor wins = (is_max ? gt(x, y) : lt(x, y)).to(g.dtype());
+        Tensor ties = eq(x, y).to(g.dtype()) * 0.5;
+        Tensor share = wins + ties;
+        return std::vector<Tensor>{g * share, g * (1 - share)};
+      });
+      return;
+    }
+    case BinaryOp::Pow:
+      autograd::record(out, b.dim() == 0 && !b.requires_grad() ? "PowBackward0" : "PowBackward1", {&a, &b},
+                       [sa, sb](const Tensor& g) {
+                         Tensor x = sa.get(), y = sb.get();
+                         Tensor ga = g * y * pow(x, y - 1);
+                         Tensor gb = y.requires_grad() ? g * pow(x, y) * log(x) : Tensor();
+                         return std::vector<Tensor>{ga, gb};
+                       });
+      return;
+    default:
+      return;  // comparisons and logical ops are not differentiable
+  }
+}
+
+void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
+  SavedTensor sx(x), sout(out);
+  auto rec = [&](const char* name, std::function<Tensor(const Tensor&)> f) {
+    autograd::record(out, name, {&x}, [f = std::move(f)](const Tensor& g) { return std::vector<Tensor>{f(g)}; });
+  };
+  constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
+  switch (op) {
+    case UnaryOp::Neg: rec("NegBackward0", [](const Tensor& g) { return -g; }); return;
+    case UnaryOp::Abs:
+      rec("AbsBackward0", [sx](const Tensor& g) {
+        Tensor v = sx.get();
+        return g * (gt(v, zeros_like(v)).to(g.dtype()) - lt(v, zeros_like(v)).to(g.dtype()));
+      });
+      return;
+    case UnaryOp::Exp: rec("ExpBackward0", [sout](const Tensor& g) { return g * sout.get(); }); return;
+    case UnaryOp::Log: rec("LogBackward0", [sx](const Tensor& g) { return g / sx.get(); }); return;
+    case UnaryOp::Sqrt: rec("SqrtBackward0", [sout](const Tensor& g) { return g / (2 * sout.get()); }); return;
+    case UnaryOp::Rsqrt:
+      rec("RsqrtBackward0", [sout](const Tensor& g) {
+        Tensor r = sout.get();
+        return -0.5 * g * r * r * r;
+      });
+      return;
+    case UnaryOp::Sin: rec("SinBackward0", [sx](const Tensor& g) { return g * cos(sx.get()); }); return;
+    case UnaryOp::Cos: rec("CosBackward0", [sx](const Tensor& g) { return -g * sin(sx.get()); }); return;
+    case UnaryOp::Tanh:
+      rec("TanhBackward0", [sout](const Tensor& g) {
+        Tensor t = sout.get();
+        return g * (1 - t * t);
+      });
+      return;
+    case UnaryOp::Erf:
+      rec("ErfBackward0", [sx](const Tensor& g) {
+        Tensor v = sx.get();
+        return g * (2 * kInvSqrt2Pi * std::numbers::sqrt2) * exp(-(v * v));
+      });
+      return;
+    case UnaryOp::Sigmoid:
+      rec("SigmoidBackward0", [sout](const Tensor& g) {
+        Tensor s = sout.get();
+        return g * s * (1 - s);
+      });
+      return;
+    case UnaryOp::Relu:
+      rec("ReluBackward0", [sout](const Tensor& g) {
+        Tensor r = sout.get();
+        return g * gt(r, zeros_like(r)).to(g.dtype());
+      });
+      return;
+    case UnaryOp::Gelu:
+      rec("GeluBackward0", [sx](const Tensor& g) {
+        Tensor v = sx.get();
+        Tensor cdf = 0.5 * (1 + erf(v * (1 / std::numbers::sqrt2)));
+        Tensor pdf = exp(-0.5 * v * v) * kInvSqrt2Pi;
+        return g * (cdf + v * pdf);
+      });
+      return;
+    case UnaryOp::GeluTanh:
+      rec("GeluBackward0", [sx](const Tensor& g) {
+        Tensor v = sx.get();
+        const double beta = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, kappa = 0.044715;
+        Tensor inner = beta * (v + kappa * v * v * v);
+        Tensor t = tanh(inner);
+        Tensor d_inner = beta * (1 + 3 * kappa * v * v);
+        return g * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * d_inner);
+      });
+      return;
+    case UnaryOp::Silu:
+      rec("SiluBackward0", [sx](const Tensor& g) {
+        Tensor v = sx.get();
+        Tensor s = sigmoid(v);
+        return g * s * (1 + v * (1 - s));
+      });
+      return;
+    case UnaryOp::LogicalNot:
+      return;
+  }
+}
+
 Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted) {
   const Device device = ops::common_device({&a, &b});
   const Dims sizes = broadcast_shapes(a.sizes(), b.sizes());
@@ -34,6 +167,7 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted
   Tensor out = make_tensor(sizes, compare ? kBool : compute, device);
   backend_for(device).binary(op, view_of(prepare_operand(a, compute, sizes)),
                              view_of(prepare_operand(b, compute, sizes)), view_of(out));
+  if (!compare && autograd::needs_grad({&a, &b})) record_binary(op, out, a, b);
   return out;
 }
 
@@ -67,6 +201,10 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   Tensor out = make_tensor(sizes, dtype, device);
   backend_for(device).add_scaled(view_of(prepare_operand(a, dtype, sizes)), view_of(prepare_operand(b, dtype, sizes)),
                                  alpha, view_of(out));
+  if (autograd::needs_grad({&a, &b})) {
+    autograd::record(out, alpha.to_double() < 0 ? "SubBackward0" : "AddBackward0", {&a, &b},
+                     [alpha](const Tensor& g) { return std::vector<Tensor>{g, g * alpha}; });
+  }
   return out;
 }
 
@@ -93,6 +231,7 @@ FloatRule float_rule(UnaryOp op) {
     case UnaryOp::Cos:
     case UnaryOp::Tanh:
     case UnaryOp::Sigmoid:
+    case UnaryOp::Erf:
       return FloatRule::Promote;
     case UnaryOp::Gelu:
     case UnaryOp::GeluTanh:
@@ -123,6 +262,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   const Dtype out_dtype = op == UnaryOp::LogicalNot ? kBool : compute;
   Tensor out = make_tensor(x.sizes(), out_dtype, x.device());
   backend_for(x.device()).unary(op, view_of(prepare_operand(x, compute, x.sizes())), view_of(out));
+  if (autograd::needs_grad({&x})) record_unary(op, out, x);
   return out;
 }
 
@@ -170,6 +310,7 @@ Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
 Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
 Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
 Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
+Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
 Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
 Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
 Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
@@ -191,6 +332,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor out = make_tensor(sizes, dtype, device);
   backend_for(device).where(view_of(prepare_operand(cond, kBool, sizes)), view_of(prepare_operand(a, dtype, sizes)),
                             view_of(prepare_operand(b, dtype, sizes)), view_of(out));
+  if (autograd::needs_grad({&a, &b})) {
+    autograd::record(out, "WhereBackward0", {&cond, &a, &b}, [sc = autograd::SavedTensor(cond)](const Tensor& g) {
+      Tensor c = sc.get(), z = zeros_like(g);
+      return std::vector<Tensor>{Tensor(), where(c, g, z), where(c, z, g)};
+    });
+  }
   return out;
 }
 
@@ -205,6 +352,16 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   Tensor out = make_tensor(x.sizes(), dtype, x.device());
   backend_for(x.device()).clamp(view_of(prepare_operand(x, dtype, x.sizes())), min.value_or(0), max.value_or(0),
                                 min.has_value(), max.has_value(), view_of(out));
+  if (autograd::needs_grad({&x})) {
+    // The gradient passes where min <= x <= max.
+    autograd::record(out, "ClampBackward1", {&x}, [sx = autograd::SavedTensor(x), min, max](const Tensor& g) {
+      Tensor v = sx.get();
+      Tensor pass = ones_like(v, kBool);
+      if (min) pass = logical_and(pass, v >= *min);
+      if (max) pass = logical_and(pass, v <= *max);
+      return std::vector<Tensor>{g * pass.to(g.dtype())};
+    });
+  }
   return out;
 }
 

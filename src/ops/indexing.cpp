@@ -1,6 +1,7 @@
 // Joining (cat, stack) and indexing (index_select, gather, scatter_add).
 #include <vector>
 
+#include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -58,9 +59,33 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   sizes[dim] = total;
   Tensor out = make_tensor(sizes, dtype, first.device());
   int64_t offset = 0;
-  for (const Tensor* t : parts) {
-    out.narrow(dim, offset, t->size(dim)).copy_(*t);
-    offset += t->size(dim);
+  {
+    NoGradGuard no_grad;  // the copies below are internal; the node recorded after them is cat's
+    for (const Tensor* t : parts) {
+      out.narrow(dim, offset, t->size(dim)).copy_(*t);
+      offset += t->size(dim);
+    }
+  }
+  if (autograd::needs_grad(tensors)) {
+    std::vector<const Tensor*> inputs;
+    std::vector<int64_t> sizes_along;  // 0 for skipped empty tensors
+    for (const Tensor& t : tensors) {
+      inputs.push_back(&t);
+      sizes_along.push_back(t.dim() == 1 && t.numel() == 0 ? -1 : t.size(dim));
+    }
+    autograd::record(out, "CatBackward0", inputs, [dim, sizes_along](const Tensor& g) {
+      std::vector<Tensor> grads;
+      int64_t at = 0;
+      for (int64_t n : sizes_along) {
+        if (n < 0) {
+          grads.emplace_back();
+          continue;
+        }
+        grads.push_back(g.narrow(dim, at, n));
+        at += n;
+      }
+      return grads;
+    });
   }
   return out;
 }
@@ -99,6 +124,16 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor src = x.dim() == 0 ? x.reshape(std::vector<int64_t>{1}) : x;
   Tensor dst = x.dim() == 0 ? out.reshape(std::vector<int64_t>{1}) : out;
   backend_for(x.device()).index_select(view_of(src), dim, view_of(idx), view_of(dst));
+  if (autograd::needs_grad({&x})) {
+    autograd::record(out, "IndexSelectBackward0", {&x}, [dim, idx, in_sizes = Dims(x.sizes())](const Tensor& g) {
+      if (in_sizes.empty()) return std::vector<Tensor>{g.reshape(in_sizes)};
+      // Scatter-add each selected slice back: the index broadcast along every other dim.
+      Dims shape(in_sizes.size(), 1);
+      shape[dim] = idx.numel();
+      Tensor expanded = idx.view(shape).expand(g.sizes()).contiguous();
+      return std::vector<Tensor>{zeros(in_sizes, g.dtype()).scatter_add(dim, expanded, g)};
+    });
+  }
   return out;
 }
 
@@ -119,6 +154,11 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   if (out.numel() == 0) return out;
   auto as1d = [](const Tensor& t) { return t.dim() == 0 ? t.reshape(std::vector<int64_t>{1}) : t; };
   backend_for(x.device()).gather(view_of(as1d(x)), dim, view_of(as1d(index)), view_of(as1d(out)));
+  if (autograd::needs_grad({&x})) {
+    autograd::record(out, "GatherBackward0", {&x}, [dim, index, in_sizes = Dims(x.sizes())](const Tensor& g) {
+      return std::vector<Tensor>{zeros(in_sizes, g.dtype()).scatter_add(dim, index, g)};
+    });
+  }
   return out;
 }
 
@@ -141,10 +181,15 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
                 " to be smaller than self ", detail::shape_str(x.sizes()), " apart from dimension ", dim,
                 " and to be smaller size than src ", detail::shape_str(src.sizes()));
   }
-  Tensor out = x.clone();
+  Tensor out = x.detach().clone();
   if (index.numel() == 0) return out;
   auto as1d = [](const Tensor& t) { return t.dim() == 0 ? t.reshape(std::vector<int64_t>{1}) : t; };
   backend_for(x.device()).scatter_add(view_of(as1d(out)), dim, view_of(as1d(index)), view_of(as1d(src)));
+  if (autograd::needs_grad({&x, &src})) {
+    autograd::record(out, "ScatterAddBackward0", {&x, &index, &src}, [dim, index](const Tensor& g) {
+      return std::vector<Tensor>{g, Tensor(), g.gather(dim, index)};
+    });
+  }
   return out;
 }
 

@@ -1,4 +1,5 @@
 // Matrix products: PyTorch's matmul dispatch on ranks, with mm/bmm checks and messages.
+#include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -31,6 +32,26 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// One node for any matrix product: ga = g @ b^T and gb = a^T @ g, with 1-D operands treated as
+// a row (a) or a column (b) vector as matmul does, and broadcast batch dims summed by record.
+void record_product(Tensor& out, const char* name, const Tensor& a, const Tensor& b) {
+  autograd::record(out, name, {&a, &b},
+                   [sa = autograd::SavedTensor(a), sb = autograd::SavedTensor(b)](const Tensor& g) {
+                     Tensor x = sa.get(), y = sb.get();
+                     const bool a_vec = x.dim() == 1, b_vec = y.dim() == 1;
+                     Tensor x2 = a_vec ? x.unsqueeze(0) : x;
+                     Tensor y2 = b_vec ? y.unsqueeze(-1) : y;
+                     Tensor g2 = g;
+                     if (a_vec) g2 = g2.unsqueeze(b_vec ? -1 : -2);
+                     if (b_vec) g2 = g2.unsqueeze(-1);
+                     Tensor ga = x.requires_grad() ? matmul(g2, y2.transpose(-1, -2)) : Tensor();
+                     Tensor gb = y.requires_grad() ? matmul(x2.transpose(-1, -2), g2) : Tensor();
+                     if (ga.defined() && a_vec) ga = ga.squeeze(-2);
+                     if (gb.defined() && b_vec) gb = gb.squeeze(-1);
+                     return std::vector<Tensor>{ga, gb};
+                   });
+}
+
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -42,7 +63,13 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", dims_str(a), " and ", dims_str(b),
               ")");
   check_same_dtype(a, b);
-  return batched_product(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = batched_product(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
+  }
+  if (autograd::needs_grad({&a, &b})) record_product(out, "MmBackward0", a, b);
+  return out;
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
@@ -56,12 +83,34 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.size(2) == b.size(1), "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0),
               ", ", a.size(2), "] but got: [", b.size(0), ", ", b.size(1), "].");
   check_same_dtype(a, b);
-  return batched_product(a, b);
+  Tensor out = batched_product(a, b);
+  if (autograd::needs_grad({&a, &b})) record_product(out, "BmmBackward0", a, b);
+  return out;
+}
+
+namespace {
+Tensor matmul_impl(const Tensor& a, const Tensor& b);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_defined(a, "matmul");
   check_defined(b, "matmul");
+  if (!autograd::needs_grad({&a, &b})) return matmul_impl(a, b);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = matmul_impl(a, b);
+  }
+  const char* name = a.dim() == 1 && b.dim() == 1 ? "DotBackward0"
+                     : a.dim() == 2 && b.dim() == 1 ? "MvBackward0"
+                     : a.dim() <= 2 && b.dim() <= 2 ? "MmBackward0"
+                                                    : "UnsafeViewBackward0";
+  record_product(out, name, a, b);
+  return out;
+}
+
+namespace {
+Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
   EMBER_CHECK(da > 0 && db > 0, "both arguments to matmul need to be at least 1D, but they are ", da, "D and ", db,
               "D");
@@ -107,6 +156,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (db > 1) out_sizes.push_back(m);
   return out.view(out_sizes);
 }
+}  // namespace
 
 Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }
 Tensor Tensor::mm(const Tensor& other) const { return ember::mm(*this, other); }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -52,6 +53,79 @@ ReducePlan plan_reduction(const Tensor& x, IntList dims_in) {
   return plan;
 }
 
+// A reduction's gradient, reshaped so it broadcasts against the input (reduced dims as size 1).
+Tensor unreduce(const Tensor& g, IntList keepdim_sizes) { return g.reshape(keepdim_sizes); }
+
+// The input dims a reduction collapsed (those of size 1 in keepdim_sizes but not in the input).
+std::vector<int64_t> reduced_dims_of(IntList keepdim_sizes, IntList in_sizes) {
+  std::vector<int64_t> dims;
+  for (size_t k = 0; k < keepdim_sizes.size(); ++k) {
+    if (keepdim_sizes[k] == 1 && in_sizes[k] != 1) dims.push_back(static_cast<int64_t>(k));
+  }
+  return dims;
+}
+
+void record_reduction(ReduceOp op, Tensor& out, const Tensor& x, const ReducePlan& plan, bool all_dims,
+                      int64_t correction, const Tensor* indices, int64_t reduced_dim) {
+  using autograd::SavedTensor;
+  const Dims keep = plan.keepdim_sizes;
+  const Dims in_sizes(x.sizes());
+  const double count = static_cast<double>(plan.reduced_count);
+  switch (op) {
+    case ReduceOp::Sum:
+      autograd::record(out, all_dims ? "SumBackward0" : "SumBackward1", {&x}, [keep, in_sizes](const Tensor& g) {
+        return std::vector<Tensor>{unreduce(g, keep).expand(in_sizes)};
+      });
+      return;
+    case ReduceOp::Mean:
+      autograd::record(out, all_dims ? "MeanBackward0" : "MeanBackward1", {&x}, [keep, in_sizes, count](const Tensor& g) {
+        return std::vector<Tensor>{unreduce(g, keep).expand(in_sizes) / count};
+      });
+      return;
+    case ReduceOp::Prod:
+      // d(prod)/dx_i = prod / x_i; inputs containing zeros are not handled specially.
+      autograd::record(out, all_dims ? "ProdBackward0" : "ProdBackward1", {&x},
+                       [keep, sx = SavedTensor(x), so = SavedTensor(out)](const Tensor& g) {
+                         return std::vector<Tensor>{unreduce(g * so.get(), keep) / sx.get()};
+                       });
+      return;
+    case ReduceOp::Max:
+    case ReduceOp::Min:
+      if (indices) {
+        // max(dim)/min(dim): the gradient goes to the chosen index along the one reduced dim.
+        const int64_t dim = reduced_dim;
+        autograd::record(out, op == ReduceOp::Max ? "MaxBackward0" : "MinBackward0", {&x},
+                         [keep, in_sizes, dim, idx = *indices](const Tensor& g) {
+                           Tensor gi = unreduce(g, keep);
+                           return std::vector<Tensor>{zeros(in_sizes, gi.dtype()).scatter_add(dim, idx.reshape(keep), gi)};
+                         });
+      } else {
+        // amax/amin and max()/min(): equal maxima share the gradient evenly.
+        autograd::record(out, op == ReduceOp::Max ? (all_dims ? "MaxBackward1" : "AmaxBackward0")
+                                                  : (all_dims ? "MinBackward1" : "AminBackward0"),
+                         {&x}, [keep, sx = SavedTensor(x), so = SavedTensor(out)](const Tensor& g) {
+                           Tensor v = sx.get();
+                           Tensor mask = eq(v, unreduce(so.get(), keep)).to(g.dtype());
+                           std::vector<int64_t> dims = reduced_dims_of(keep, v.sizes());
+                           Tensor n = dims.empty() ? ones_like(mask) : sum(mask, dims, true);
+                           return std::vector<Tensor>{mask * unreduce(g, keep) / n};
+                         });
+      }
+      return;
+    case ReduceOp::Var:
+      autograd::record(out, "VarBackward0", {&x}, [keep, count, correction, sx = SavedTensor(x)](const Tensor& g) {
+        Tensor v = sx.get();
+        std::vector<int64_t> dims = reduced_dims_of(keep, v.sizes());
+        Tensor mu = dims.empty() ? v : mean(v, dims, true);
+        return std::vector<Tensor>{unreduce(g, keep) * (v - mu) * (2.0 / (count - static_cast<double>(correction)))};
+      });
+      return;
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin:
+      return;
+  }
+}
+
 Tensor run_reduction(ReduceOp op, const Tensor& x, IntList dims, bool keepdim, Dtype out_dtype,
                      int64_t correction = 0, Tensor* indices = nullptr) {
   ReducePlan plan = plan_reduction(x, dims);
@@ -66,6 +140,10 @@ Tensor run_reduction(ReduceOp op, const Tensor& x, IntList dims, bool keepdim, D
   if (keepdim) {
     out = out.view(plan.keepdim_sizes);
     if (indices) *indices = indices->view(plan.keepdim_sizes);
+  }
+  if (autograd::needs_grad({&x})) {
+    const int64_t reduced_dim = dims.size() == 1 ? detail::wrap_dim(dims[0], x.dim()) : 0;
+    record_reduction(op, out, x, plan, dims.empty(), correction, indices, reduced_dim);
   }
   return out;
 }

@@ -415,8 +415,7 @@ TEST(CpuElementwise, LargeContiguousAndStridedUseThreads) {
   const int64_t rows = 509, cols = 263;
   std::vector<double> m = filled<double>(rows * cols, 1.0, 1.0), r(rows * cols);
   std::vector<double> bias = filled<double>(cols, 0.0, 1000.0);
-  be().binary(BinaryOp::Add, view(m, {rows, cols}, {1, rows}), view(bias, {rows, cols}, {0, 1}),
-              view(r, {rows, cols}));
+  be().binary(BinaryOp::Add, view(m, {rows, cols}, {1, rows}), view(bias, {rows, cols}, {0, 1}), view(r, {rows, cols}));
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) ASSERT_EQ(r[i * cols + j], m[j * rows + i] + bias[j]) << i << "," << j;
   }
@@ -554,6 +553,41 @@ TEST(CpuCopy, StridesBroadcastAndSameDtype) {
   EXPECT_EQ(big2, big);
 }
 
+TEST(CpuCopy, TransposedSourcesAnyRank) {
+  // [rows, cols] from the transpose of a [cols, rows] buffer, with odd sizes (partial tiles),
+  // large enough for several threads, same dtype and converting.
+  const int64_t rows = 301, cols = 229;
+  std::vector<int32_t> src(rows * cols);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<int32_t>(i * 7 - 1000);
+  std::vector<int32_t> same(rows * cols);
+  std::vector<double> wide(rows * cols);
+  be().copy(view(same, {rows, cols}), view(src, {rows, cols}, {1, rows}));
+  be().copy(view(wide, {rows, cols}), view(src, {rows, cols}, {1, rows}));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      ASSERT_EQ(same[r * cols + c], src[c * rows + r]) << r << "," << c;
+      ASSERT_EQ(wide[r * cols + c], static_cast<double>(src[c * rows + r])) << r << "," << c;
+    }
+  }
+  // x.permute(0, 2, 1) of a contiguous [B, N, M] into a contiguous [B, M, N], and a
+  // transposed destination (contiguous source written into dst.t()).
+  const int64_t batch = 3, n = 19, m = 40;
+  std::vector<Half> x(batch * n * m);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = Half(static_cast<float>(i % 1000) * 0.5f);
+  std::vector<float> y(batch * m * n);
+  be().copy(view(y, {batch, m, n}), view(x, {batch, m, n}, {n * m, 1, m}));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(y[(b * m + i) * n + j], static_cast<float>(x[(b * n + j) * m + i])) << b << "," << i << "," << j;
+      }
+    }
+  }
+  std::vector<Half> back(batch * n * m);
+  be().copy(view(back, {batch, m, n}, {n * m, 1, m}), view(y, {batch, m, n}));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(back[i].bits, x[i].bits) << i;
+}
+
 // ---- fill ----
 
 template <typename T>
@@ -576,7 +610,7 @@ TEST(CpuFill, EveryDtypeAnyStrides) {
   check_fill<Half>(Scalar(0.1), Half(0.1f));
   check_fill<BFloat16>(Scalar(true), BFloat16(1.0f));
   check_fill<int64_t>(Scalar(int64_t{1} << 40), int64_t{1} << 40);
-  check_fill<int32_t>(Scalar(-2.9), -2);  // truncated
+  check_fill<int32_t>(Scalar(-2.9), -2);                       // truncated
   check_fill<int16_t>(Scalar(int64_t{70000}), int16_t{4464});  // wraps
   check_fill<int8_t>(Scalar(int64_t{-5}), int8_t{-5});
   check_fill<uint8_t>(Scalar(-1.0), uint8_t{255});

@@ -130,7 +130,9 @@ TEST(CpuIndexing, IndexSelectRejectsOutOfRange) {
   std::vector<float> out(4, -1.0f);
   for (int64_t bad : {3, -1, 100}) {
     std::vector<int64_t> idx{0, bad};
-    EXPECT_EQ(error_message([&] { cpu_backend().index_select(view(x, {2, 3}), 1, view(idx, {2}), view(out, {2, 2})); }),
+    EXPECT_EQ(error_message([&] {
+                cpu_backend().index_select(view(x, {2, 3}), 1, view(idx, {2}), view(out, {2, 2}));
+              }),
               "index out of range in self");
   }
   EXPECT_EQ(out, std::vector<float>(4, -1.0f));  // checked before anything is written
@@ -183,18 +185,53 @@ TEST(CpuIndexing, GatherRejectsBadIndicesWithPyTorchsMessage) {
   std::vector<float> x(6, 1.0f);
   std::vector<float> out(4, -1.0f);
   std::vector<int64_t> idx{0, 1, 5, 2};
-  EXPECT_EQ(error_message([&] { cpu_backend().gather(view(x, {2, 3}), 1, view(idx, {2, 2}), view(out, {2, 2})); }),
+  EXPECT_EQ(error_message([&] {
+              cpu_backend().gather(view(x, {2, 3}), 1, view(idx, {2, 2}), view(out, {2, 2}));
+            }),
             "index 5 is out of bounds for dimension 1 with size 3");
   idx[2] = -1;
-  EXPECT_EQ(error_message([&] { cpu_backend().gather(view(x, {2, 3}), 1, view(idx, {2, 2}), view(out, {2, 2})); }),
+  EXPECT_EQ(error_message([&] {
+              cpu_backend().gather(view(x, {2, 3}), 1, view(idx, {2, 2}), view(out, {2, 2}));
+            }),
             "index -1 is out of bounds for dimension 1 with size 3");
   EXPECT_EQ(out, std::vector<float>(4, -1.0f));
   std::vector<int64_t> tall(3, 0);
   std::vector<float> tall_out(3);
-  EXPECT_EQ(error_message([&] { cpu_backend().gather(view(x, {2, 3}), 1, view(tall, {3, 1}), view(tall_out, {3, 1})); }),
+  EXPECT_EQ(error_message([&] {
+              cpu_backend().gather(view(x, {2, 3}), 1, view(tall, {3, 1}), view(tall_out, {3, 1}));
+            }),
             "Size does not match at dimension 0 expected index [3, 1] to be smaller than self [2, 3] apart from "
             "dimension 1");
   EXPECT_THROW(cpu_backend().gather(view(x, {2, 3}), 1, view(tall, {3}), view(tall_out, {3})), Error);
+}
+
+TEST(CpuIndexing, GatherAndScatterAdd3dAgainstALoopReference) {
+  // x [4, 5, 6]; index [3, 4, 5] (a transposed view of a [5, 4, 3] buffer) along each dim.
+  std::vector<double> x(4 * 5 * 6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i) * 0.5;
+  const Dims xs{4, 5, 6};
+  for (int64_t dim = 0; dim < 3; ++dim) {
+    std::vector<int64_t> storage(60);
+    for (size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<int64_t>((i * 7 + 3) % xs[dim]);
+    TensorView index = view(storage, {3, 4, 5}, {1, 3, 12});
+    auto at = [&](int64_t i, int64_t j, int64_t k) { return storage[i + 3 * j + 12 * k]; };
+    std::vector<double> out(60);
+    cpu_backend().gather(view(x, {4, 5, 6}), dim, index, view(out, {3, 4, 5}));
+    std::vector<double> acc(x.size(), 0.0), src(60);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<double>(i + 1);
+    cpu_backend().scatter_add(view(acc, {4, 5, 6}), dim, index, view(src, {3, 4, 5}));
+    std::vector<double> expected_acc(x.size(), 0.0);
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t k = 0; k < 5; ++k) {
+          int64_t c[3] = {i, j, k};
+          c[dim] = at(i, j, k);
+          int64_t flat = c[0] * 30 + c[1] * 6 + c[2];
+          ASSERT_EQ(out[i * 20 + j * 5 + k], x[flat]) << "dim " << dim;
+          expected_acc[flat] += src[i * 20 + j * 5 + k];
+        }
+    EXPECT_EQ(acc, expected_acc) << "dim " << dim;
+  }
 }
 
 // ---- scatter_add ----
@@ -243,10 +280,14 @@ TEST(CpuIndexing, ScatterAddRejectsBadIndicesWithPyTorchsMessage) {
   std::vector<float> out(6, 0.0f);
   std::vector<float> src(6, 1.0f);
   std::vector<int64_t> idx{0, 3, 1, 0, 0, 0};
-  EXPECT_EQ(error_message([&] { cpu_backend().scatter_add(view(out, {2, 3}), 0, view(idx, {3, 2}), view(src, {3, 2})); }),
+  EXPECT_EQ(error_message([&] {
+              cpu_backend().scatter_add(view(out, {2, 3}), 0, view(idx, {3, 2}), view(src, {3, 2}));
+            }),
             "index 3 is out of bounds for dimension 0 with size 2");
   idx[1] = -2;
-  EXPECT_EQ(error_message([&] { cpu_backend().scatter_add(view(out, {2, 3}), 0, view(idx, {3, 2}), view(src, {3, 2})); }),
+  EXPECT_EQ(error_message([&] {
+              cpu_backend().scatter_add(view(out, {2, 3}), 0, view(idx, {3, 2}), view(src, {3, 2}));
+            }),
             "index -2 is out of bounds for dimension 0 with size 2");
   EXPECT_EQ(out, std::vector<float>(6, 0.0f));
 }

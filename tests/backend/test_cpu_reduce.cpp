@@ -435,8 +435,8 @@ std::vector<T> softmax(std::vector<T>& x, Dims sizes, bool log) {
   return out;
 }
 
-void expect_softmax_close(const std::vector<float>& x, int64_t rows, int64_t n, const std::vector<float>& got,
-                          bool log, double tol) {
+void expect_softmax_close(const std::vector<float>& x, int64_t rows, int64_t n, const std::vector<float>& got, bool log,
+                          double tol) {
   for (int64_t r = 0; r < rows; ++r) {
     double mx = -INFINITY, sum = 0.0;
     for (int64_t i = 0; i < n; ++i) mx = std::max(mx, double{x[r * n + i]});
@@ -454,6 +454,11 @@ TEST(CpuSoftmax, MatchesADoubleReference) {
     expect_softmax_close(x, 64, n, softmax(x, {64, n}, false), false, 2e-6);
     expect_softmax_close(x, 64, n, softmax(x, {64, n}, true), true, 2e-6);
   }
+  // In place, on a 3-d tensor: rows are the last dim.
+  std::vector<float> x3 = random_floats(2 * 3 * 37, -5.0f, 5.0f, 77);
+  std::vector<float> copy = x3;
+  cpu_backend().softmax(view(x3, {2, 3, 37}), view(x3, {2, 3, 37}), true);
+  expect_softmax_close(copy, 6, 37, x3, true, 2e-6);
   std::vector<double> d{1.0, 2.0, 3.0};
   auto sd = softmax(d, {3}, false);
   double denom = std::exp(-2.0) + std::exp(-1.0) + 1.0;

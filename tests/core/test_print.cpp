@@ -1,5 +1,5 @@
 // Tensor printing must match PyTorch's repr() byte for byte: the golden cases printed by PyTorch
-// 1.13 (/work/shared/golden/print_public.jsonl) and the example gallery of the spec (section 3.12).
+// 1.13 (../shared/golden/print_public.jsonl) and the example gallery of the spec (section 3.12).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/print_internal.h"
 #include "ember/device.h"
 #include "ember/error.h"
 #include "ember/factories.h"
@@ -20,20 +21,9 @@
 #include "ember/tensor.h"
 
 #ifndef EMBER_SHARED_DIR
-#define EMBER_SHARED_DIR "/work/shared"
+#error "tests/CMakeLists.txt defines EMBER_SHARED_DIR: the folder holding golden/"
 #endif
 
-// The Tensor-independent stages of src/core/print.cpp (they have no public header).
-namespace ember::detail {
-std::string python_fixed(double value, int precision);
-std::string python_scientific(double value, int precision);
-std::string add_suffixes(const std::string& text, const std::vector<std::string>& suffixes, int indent, int linewidth);
-std::vector<std::string> repr_suffixes(const Device& device, Dtype dtype, IntList sizes, const std::string& grad_fn,
-                                       bool requires_grad);
-std::string render_floating(const std::vector<double>& values, IntList sizes, const PrintOptions& options, int indent);
-std::string render_integral(const std::vector<int64_t>& values, IntList sizes, bool boolean,
-                            const PrintOptions& options, int indent);
-}  // namespace ember::detail
 
 namespace ember {
 namespace {

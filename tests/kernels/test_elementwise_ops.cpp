@@ -285,8 +285,8 @@ TEST(ElementwiseOps, ConvertHalfAndBFloat16) {
   // float -> half rounds to nearest even: 1 + 2^-11 is a tie between 1 and 1 + 2^-10.
   EXPECT_EQ(convert<Half>(1.0f + 0x1p-11f).bits, 0x3c00);
   EXPECT_EQ(convert<Half>(1.0f + 3 * 0x1p-11f).bits, 0x3c02);
-  EXPECT_EQ(convert<Half>(65520.0f).bits, 0x7c00);  // rounds up to inf
-  EXPECT_EQ(convert<Half>(0x1p-25f).bits, 0x0000);  // a tie with zero: to even
+  EXPECT_EQ(convert<Half>(65520.0f).bits, 0x7c00);    // rounds up to inf
+  EXPECT_EQ(convert<Half>(0x1p-25f).bits, 0x0000);    // a tie with zero: to even
   EXPECT_EQ(convert<Half>(0x1.8p-24f).bits, 0x0002);  // 1.5 x the smallest subnormal: to even
   // double -> half goes through float, as PyTorch does: 1 + 2^-11 + 2^-40 first rounds to the
   // tie 1 + 2^-11 in float, which then rounds to even (1.0). Direct rounding would give 1 + 2^-10.

@@ -35,7 +35,8 @@ Shape make_strides(const Shape& sizes, Layout layout) {
   const size_t nd = sizes.size();
   Shape strides(nd, 0);
   switch (layout) {
-    case Layout::Contiguous: return contiguous_strides(sizes);
+    case Layout::Contiguous:
+      return contiguous_strides(sizes);
     case Layout::Reversed: {  // every dimension transposed: column-major
       int64_t s = 1;
       for (size_t d = 0; d < nd; ++d) {
@@ -61,7 +62,8 @@ Shape make_strides(const Shape& sizes, Layout layout) {
       for (size_t d = 0; d < nd; d += 2) strides[d] = 0;
       return strides;
     }
-    case Layout::BroadcastAll: return strides;
+    case Layout::BroadcastAll:
+      return strides;
     case Layout::Sliced: {  // x[..., ::2] of a tensor padded by one in every dimension
       Shape padded = sizes;
       for (auto& s : padded) s = 2 * s + 1;
@@ -160,11 +162,11 @@ TEST(Indexer, ExhaustiveSmallShapes) {
       for (Layout out_layout : {Layout::Contiguous, Layout::Reversed, Layout::Sliced}) {
         for (Layout a_layout : kLayouts) {
           for (Layout b_layout : kLayouts) {
-            SCOPED_TRACE(::testing::Message() << "nd " << nd << " code " << code << " layouts "
-                                              << static_cast<int>(out_layout) << static_cast<int>(a_layout)
-                                              << static_cast<int>(b_layout));
-            check_config(sizes, {make_strides(sizes, out_layout), make_strides(sizes, a_layout),
-                                 make_strides(sizes, b_layout)});
+            SCOPED_TRACE(::testing::Message()
+                         << "nd " << nd << " code " << code << " layouts " << static_cast<int>(out_layout)
+                         << static_cast<int>(a_layout) << static_cast<int>(b_layout));
+            check_config(
+                sizes, {make_strides(sizes, out_layout), make_strides(sizes, a_layout), make_strides(sizes, b_layout)});
             if (HasFatalFailure()) return;
             ++configs;
           }

@@ -1,8 +1,10 @@
 #pragma once
 // The CPU backend. Its methods are implemented one op family per file in this folder:
-//   cpu_backend.cpp  memory, copies, fill        elementwise.cpp  unary, binary, where, clamp
-//   reduce.cpp       reductions, softmax          matmul.cpp       matrix products (BLAS)
-//   indexing.cpp     index_select, gather, scatter_add            random.cpp  generators
+//   cpu_backend.cpp  memory, host copies         copy.cpp         copy (any strides/dtypes), fill
+//   elementwise.cpp  unary, binary, where, clamp
+//   reduce.cpp       reductions                   softmax.cpp      softmax, log_softmax
+//   matmul.cpp       matrix products (BLAS)       indexing.cpp     index_select, gather, scatter_add
+//   random.cpp       the default generator
 #include "backend/backend.h"
 
 namespace ember::cpu {

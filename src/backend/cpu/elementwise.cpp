@@ -30,8 +30,7 @@ using kernels::convert;
                detail::shape_str(out.sizes));
 }
 
-[[noreturn, gnu::cold, gnu::noinline]] void fail_dtype(const char* op, const char* what, Dtype actual,
-                                                       Dtype expected) {
+[[noreturn, gnu::cold, gnu::noinline]] void fail_dtype(const char* op, const char* what, Dtype actual, Dtype expected) {
   detail::fail("[", op, "] ", what, " has dtype ", dtype_name(actual), ", expected ", dtype_name(expected));
 }
 
@@ -48,7 +47,10 @@ inline void check_dtype(Dtype actual, Dtype expected, const char* op, const char
 /// Inputs must arrive broadcast to the output's sizes.
 inline void check_shape(const char* op, const TensorView& in, const TensorView& out) {
   const size_t nd = out.sizes.size();
-  if (!(in.sizes.size() == nd && std::equal(out.sizes.data(), out.sizes.data() + nd, in.sizes.data()))) [[unlikely]] {
+  bool same = in.sizes.size() == nd;
+  // A plain loop: std::equal becomes a memcmp call, which costs more than these few compares.
+  for (size_t d = 0; same && d < nd; ++d) same = in.sizes[d] == out.sizes[d];
+  if (!same) [[unlikely]] {
     fail_shape(op, in, out);
   }
 }
@@ -264,11 +266,16 @@ void CpuBackend::where(const TensorView& cond, const TensorView& a, const Tensor
   check_dtype(a.dtype, out.dtype, "where", "first input");
   check_dtype(b.dtype, out.dtype, "where", "second input");
   switch (element_size(out.dtype)) {
-    case 1: return where_loop<uint8_t>(cond, a, b, out);
-    case 2: return where_loop<uint16_t>(cond, a, b, out);
-    case 4: return where_loop<uint32_t>(cond, a, b, out);
-    case 8: return where_loop<uint64_t>(cond, a, b, out);
-    default: break;
+    case 1:
+      return where_loop<uint8_t>(cond, a, b, out);
+    case 2:
+      return where_loop<uint16_t>(cond, a, b, out);
+    case 4:
+      return where_loop<uint32_t>(cond, a, b, out);
+    case 8:
+      return where_loop<uint64_t>(cond, a, b, out);
+    default:
+      break;
   }
   detail::fail("[where] unsupported dtype ", dtype_name(out.dtype));
 }

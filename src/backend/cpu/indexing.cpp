@@ -1,10 +1,11 @@
 // CpuBackend::index_select, gather and scatter_add.
 //
 // Every index is checked before anything is written, so a bad index throws without leaving a
-// half-written output and no exception ever leaves a parallel region. The three ops iterate as
-// [outer, dim, inner]: the dims before `dim`, `dim` itself and the dims after it. scatter_add
-// splits work only across (outer, inner) positions and walks `dim` in order inside each, so two
-// threads never add to the same element and the order of additions is fixed.
+// half-written output and no exception ever leaves a parallel region. index_select copies whole
+// rows (the dims after `dim`). gather and scatter_add see the index's shape as lanes x `dim`,
+// where a lane is a position of every other dim; threads split the lanes and each lane walks
+// `dim` in order, so scatter_add never has two threads adding to one element and its order of
+// additions is fixed.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -42,8 +43,8 @@ Dims contiguous_strides(const Dims& sizes) {
 
 int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t wrapped = dim < 0 ? dim + ndim : dim;
-  EMBER_CHECK(wrapped >= 0 && wrapped < ndim, op, "(): dimension out of range (expected to be in range of [",
-              -ndim, ", ", ndim - 1, "], but got ", dim, ")");
+  EMBER_CHECK(wrapped >= 0 && wrapped < ndim, op, "(): dimension out of range (expected to be in range of [", -ndim,
+              ", ", ndim - 1, "], but got ", dim, ")");
   return wrapped;
 }
 
@@ -59,29 +60,6 @@ int64_t product(const Dims& d) {
   return n;
 }
 
-// An iteration space split around `dim`, with the strides of N operands over it.
-template <int N>
-struct Split {
-  Dims outer_sizes, inner_sizes;
-  std::array<Dims, N> outer_strides, inner_strides;
-  std::array<int64_t, N> dim_strides;
-  int64_t outer = 1, inner = 1, dim_size = 1;
-
-  Split(const Dims& sizes, int64_t dim, std::array<const Dims*, N> strides) {
-    const int64_t nd = static_cast<int64_t>(sizes.size());
-    outer_sizes = slice_dims(sizes, 0, dim);
-    inner_sizes = slice_dims(sizes, dim + 1, nd);
-    for (int k = 0; k < N; ++k) {
-      outer_strides[k] = slice_dims(*strides[k], 0, dim);
-      inner_strides[k] = slice_dims(*strides[k], dim + 1, nd);
-      dim_strides[k] = (*strides[k])[dim];
-    }
-    outer = product(outer_sizes);
-    inner = product(inner_sizes);
-    dim_size = sizes[dim];
-  }
-};
-
 // Offsets of N operands at one row-major position of `sizes`, advanced one position at a time.
 template <int N>
 class Walker {
@@ -95,7 +73,7 @@ class Walker {
       for (int k = 0; k < N; ++k) offsets_[k] += index_[d] * strides[k][d];
     }
   }
-  int64_t operator[](int k) const { return offsets_[k]; }
+  const std::array<int64_t, N>& offsets() const { return offsets_; }
   void next() {
     for (int64_t d = static_cast<int64_t>(sizes_.size()) - 1; d >= 0; --d) {
       for (int k = 0; k < N; ++k) offsets_[k] += strides_[k][d];
@@ -112,19 +90,47 @@ class Walker {
   std::array<int64_t, N> offsets_;
 };
 
-// Calls f(outer_offsets, j, inner_walker_start, inner_count) over lanes [begin, end) of the
-// (outer x inner) space, visiting `dim` in order inside each lane group.
-template <int N, typename F>
-void for_each_lane_group(const Split<N>& s, int64_t begin, int64_t end, const F& f) {
-  for (int64_t lane = begin; lane < end;) {
-    const int64_t a = lane / s.inner;
-    const int64_t b0 = lane % s.inner;
-    const int64_t b1 = std::min(s.inner, b0 + (end - lane));
-    Walker<N> outer(s.outer_sizes, s.outer_strides, a);
-    std::array<int64_t, N> base;
-    for (int k = 0; k < N; ++k) base[k] = outer[k];
-    for (int64_t j = 0; j < s.dim_size; ++j) f(base, j, b0, b1);
-    lane += b1 - b0;
+// An iteration space seen as lanes x `dim`: a lane is one position of all the other dims. The
+// last of those dims is the "run" dim, which kernels loop over directly; the rest ("group")
+// are stepped by a Walker. N operands have their strides over each part.
+template <int N>
+struct Split {
+  Dims group_sizes;
+  std::array<Dims, N> group_strides;
+  std::array<int64_t, N> dim_strides{}, run_strides{};
+  int64_t dim_size = 1, run_size = 1, lanes = 1;
+
+  Split(const Dims& sizes, int64_t dim, std::array<const Dims*, N> strides) {
+    const int64_t nd = static_cast<int64_t>(sizes.size());
+    const int64_t run_dim = dim == nd - 1 ? nd - 2 : nd - 1;  // -1 when dim is the only dim
+    dim_size = sizes[dim];
+    if (run_dim >= 0) run_size = sizes[run_dim];
+    for (int64_t d = 0; d < nd; ++d) {
+      if (d != dim && d != run_dim) group_sizes.push_back(sizes[d]);
+    }
+    for (int k = 0; k < N; ++k) {
+      dim_strides[k] = (*strides[k])[dim];
+      if (run_dim >= 0) run_strides[k] = (*strides[k])[run_dim];
+      for (int64_t d = 0; d < nd; ++d) {
+        if (d != dim && d != run_dim) group_strides[k].push_back((*strides[k])[d]);
+      }
+    }
+    lanes = product(group_sizes) * run_size;
+  }
+};
+
+// Covers lanes [begin, end): for each piece of a run it calls body(offsets, n), with the
+// offsets of the piece's first lane (at dim index 0) and its length. The body walks `dim`
+// itself, so each lane sees the dim indices in order.
+template <int N, typename Body>
+void for_each_run(const Split<N>& s, int64_t begin, int64_t end, const Body& body) {
+  Walker<N> group(s.group_sizes, s.group_strides, begin / s.run_size);
+  for (int64_t lane = begin, pos = begin % s.run_size; lane < end; pos = 0, group.next()) {
+    const int64_t n = std::min(s.run_size - pos, end - lane);
+    std::array<int64_t, N> offsets;
+    for (int k = 0; k < N; ++k) offsets[k] = group.offsets()[k] + pos * s.run_strides[k];
+    body(offsets, n);
+    lane += n;
   }
 }
 
@@ -132,13 +138,29 @@ void for_each_lane_group(const Split<N>& s, int64_t begin, int64_t end, const F&
 // order with PyTorch's message.
 void check_indices(const TensorView& index, int64_t dim, int64_t size) {
   const Shape shape = shape_of(index);
-  const std::array<Dims, 1> strides{shape.strides};
   const int64_t* data = index.ptr<const int64_t>();
-  const int64_t n = product(shape.sizes);
-  Walker<1> w(shape.sizes, strides, 0);
-  for (int64_t i = 0; i < n; ++i, w.next()) {
-    int64_t v = data[w[0]];
-    EMBER_CHECK(v >= 0 && v < size, "index ", v, " is out of bounds for dimension ", dim, " with size ", size);
+  if (index.is_contiguous()) {
+    const int64_t n = index.numel();
+    bool ok = true;
+    for (int64_t i = 0; i < n; ++i) ok &= data[i] >= 0 && data[i] < size;
+    if (ok) return;
+  }
+  const int64_t nd = shape.ndim();
+  const int64_t last = shape.sizes[nd - 1], stride = shape.strides[nd - 1];
+  const Dims rest = slice_dims(shape.sizes, 0, nd - 1);
+  const std::array<Dims, 1> rest_strides{slice_dims(shape.strides, 0, nd - 1)};
+  const int64_t rows = product(rest);
+  if (last == 0) return;
+  Walker<1> w(rest, rest_strides, 0);
+  for (int64_t r = 0; r < rows; ++r, w.next()) {
+    const int64_t* row = data + w.offsets()[0];
+    bool ok = true;
+    for (int64_t i = 0; i < last; ++i) ok &= row[i * stride] >= 0 && row[i * stride] < size;
+    if (ok) continue;
+    for (int64_t i = 0; i < last; ++i) {
+      int64_t v = row[i * stride];
+      EMBER_CHECK(v >= 0 && v < size, "index ", v, " is out of bounds for dimension ", dim, " with size ", size);
+    }
   }
 }
 
@@ -163,21 +185,21 @@ void index_select_typed(const TensorView& x, int64_t dim, const TensorView& inde
 
   const T* src = x.ptr<const T>();
   T* dst = out.ptr<T>();
-  parallel_for(outer * count, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, inner)),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t row = begin; row < end; ++row) {
-                   const int64_t a = row / count, j = row % count;
-                   const T* from = src + Walker<1>(outer_sizes, outer_strides, a)[0] +
-                                   idx[j * index_stride] * xs.strides[dim];
-                   T* to = dst + row * inner;
-                   if (inner_contiguous) {
-                     std::copy(from, from + inner, to);
-                   } else {
-                     Walker<1> w(inner_sizes, inner_strides, 0);
-                     for (int64_t b = 0; b < inner; ++b, w.next()) to[b] = from[w[0]];
-                   }
-                 }
-               });
+  auto copy_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t a = row / count, j = row % count;
+      const T* from =
+          src + Walker<1>(outer_sizes, outer_strides, a).offsets()[0] + idx[j * index_stride] * xs.strides[dim];
+      T* to = dst + row * inner;
+      if (inner_contiguous) {
+        std::copy(from, from + inner, to);
+      } else {
+        Walker<1> w(inner_sizes, inner_strides, 0);
+        for (int64_t b = 0; b < inner; ++b, w.next()) to[b] = from[w.offsets()[0]];
+      }
+    }
+  };
+  parallel_for(outer * count, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, inner)), copy_rows);
 }
 
 template <typename T>
@@ -189,43 +211,45 @@ void gather_typed(const TensorView& x, int64_t dim, const TensorView& index, con
   const int64_t* idx = index.ptr<const int64_t>();
   const T* src = x.ptr<const T>();
   T* dst = out.ptr<T>();
-  parallel_for(s.outer * s.inner, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.dim_size)),
-               [&](int64_t begin, int64_t end) {
-                 for_each_lane_group(s, begin, end, [&](const std::array<int64_t, 3>& base, int64_t j, int64_t b0,
-                                                         int64_t b1) {
-                   const int64_t* idx_j = idx + base[0] + j * s.dim_strides[0];
-                   const T* src_a = src + base[1];
-                   T* dst_j = dst + base[2] + j * s.dim_strides[2];
-                   Walker<3> w(s.inner_sizes, s.inner_strides, b0);
-                   for (int64_t b = b0; b < b1; ++b, w.next()) {
-                     dst_j[w[2]] = src_a[idx_j[w[0]] * s.dim_strides[1] + w[1]];
-                   }
-                 });
-               });
+  const auto [is_dim, xs_dim, os_dim] = s.dim_strides;
+  const auto [is_run, xs_run, os_run] = s.run_strides;
+  auto copy_run = [&](const std::array<int64_t, 3>& offsets, int64_t n) {
+    for (int64_t j = 0; j < s.dim_size; ++j) {
+      const int64_t* ip = idx + offsets[0] + j * is_dim;
+      const T* xp = src + offsets[1];
+      T* op = dst + offsets[2] + j * os_dim;
+      for (int64_t i = 0; i < n; ++i) op[i * os_run] = xp[ip[i * is_run] * xs_dim + i * xs_run];
+    }
+  };
+  parallel_for(s.lanes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.dim_size)),
+               [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, copy_run); });
 }
 
 template <typename T>
 void scatter_add_typed(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) {
+  using C = compute_t<T>;
   const Shape os = shape_of(out), is = shape_of(index), ss = shape_of(src);
   // Operands: 0 = index, 1 = src, 2 = out (its `dim` offset comes from the index).
   const Split<3> s(is.sizes, dim, {&is.strides, &ss.strides, &os.strides});
   const int64_t* idx = index.ptr<const int64_t>();
   const T* from = src.ptr<const T>();
   T* to = out.ptr<T>();
-  parallel_for(s.outer * s.inner, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.dim_size)),
-               [&](int64_t begin, int64_t end) {
-                 for_each_lane_group(s, begin, end, [&](const std::array<int64_t, 3>& base, int64_t j, int64_t b0,
-                                                         int64_t b1) {
-                   const int64_t* idx_j = idx + base[0] + j * s.dim_strides[0];
-                   const T* from_j = from + base[1] + j * s.dim_strides[1];
-                   T* to_a = to + base[2];
-                   Walker<3> w(s.inner_sizes, s.inner_strides, b0);
-                   for (int64_t b = b0; b < b1; ++b, w.next()) {
-                     T& target = to_a[idx_j[w[0]] * s.dim_strides[2] + w[2]];
-                     target = static_cast<T>(static_cast<compute_t<T>>(target) + static_cast<compute_t<T>>(from_j[w[1]]));
-                   }
-                 });
-               });
+  const auto [is_dim, ss_dim, os_dim] = s.dim_strides;
+  const auto [is_run, ss_run, os_run] = s.run_strides;
+  // bool adds as logical or, small integers wrap, 16-bit floats add in float and round once.
+  auto add_run = [&](const std::array<int64_t, 3>& offsets, int64_t n) {
+    for (int64_t j = 0; j < s.dim_size; ++j) {
+      const int64_t* ip = idx + offsets[0] + j * is_dim;
+      const T* sp = from + offsets[1] + j * ss_dim;
+      T* op = to + offsets[2];
+      for (int64_t i = 0; i < n; ++i) {
+        T& target = op[ip[i * is_run] * os_dim + i * os_run];
+        target = static_cast<T>(static_cast<C>(target) + static_cast<C>(sp[i * ss_run]));
+      }
+    }
+  };
+  parallel_for(s.lanes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.dim_size)),
+               [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, add_run); });
 }
 
 }  // namespace
@@ -257,7 +281,8 @@ void CpuBackend::gather(const TensorView& x, int64_t dim, const TensorView& inde
                 detail::shape_str(index.sizes), " to be smaller than self ", detail::shape_str(x.sizes),
                 " apart from dimension ", dim);
   }
-  EMBER_CHECK(out.numel() == index.numel() && out.dtype == x.dtype, "gather(): out must have index's sizes and x's dtype");
+  EMBER_CHECK(out.numel() == index.numel() && out.dtype == x.dtype,
+              "gather(): out must have index's sizes and x's dtype");
   check_indices(index, dim, xs.sizes[dim]);
   if (index.numel() == 0) return;
   dispatch_all(x.dtype, "gather", [&]<typename T>() { gather_typed<T>(x, dim, index, out); });

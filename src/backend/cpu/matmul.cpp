@@ -8,8 +8,8 @@
 // Operand views reach the BLAS without a copy when one of their two inner strides is 1: a view
 // whose rows are strided but whose columns are adjacent is a transposed matrix to the BLAS, which
 // is what x @ w.t() (every Linear layer) produces.
-#include <dnnl.h>
 #include <cblas.h>
+#include <dnnl.h>
 
 #include <algorithm>
 #include <climits>
@@ -175,8 +175,8 @@ void blas_product(const T* a, BlasOperand la, const T* b, BlasOperand lb, T* c, 
     static_assert(std::is_same_v<T, double>);
     check_blas_int(std::max({s.m, s.n, s.k, la.ld, lb.ld, s.ldc}));
     cblas_dgemm(CblasRowMajor, la.transposed ? CblasTrans : CblasNoTrans, lb.transposed ? CblasTrans : CblasNoTrans,
-                static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k), 1.0, a, static_cast<int>(la.ld),
-                b, static_cast<int>(lb.ld), 0.0, c, static_cast<int>(s.ldc));
+                static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k), 1.0, a, static_cast<int>(la.ld), b,
+                static_cast<int>(lb.ld), 0.0, c, static_cast<int>(s.ldc));
   }
 }
 

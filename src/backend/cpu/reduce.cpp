@@ -30,13 +30,15 @@ using kernels::ValueIndex;
 using kernels::WelfordData;
 using kernels::WelfordOp;
 
-constexpr int kLanes = 16;              // independent accumulators: two AVX-512 or four AVX2 registers of float
-constexpr int64_t kBlock = 1024;        // elements the lanes sum before the pairwise cascade takes over
-constexpr int64_t kColumnBlock = 256;   // outputs the column strategy accumulates together
-constexpr int64_t kRowBlock = 512;      // rows summed per column before folding into the running total
-constexpr int64_t kChunk = 65536;       // elements per task when a reduction is split
-constexpr int64_t kMinTasks = 16;       // fewer independent tasks than this: split the reduced range
-constexpr int64_t kMaxChunks = 256;
+// Max/min keep this many independent (value, index) lanes: two AVX-512 or four AVX2 registers of
+// float, so the compares of consecutive iterations overlap instead of waiting on each other.
+constexpr int kLanes = 32;
+constexpr int64_t kBlock = 1024;       // elements one vectorised sum covers before the pairwise cascade
+constexpr int64_t kColumnBlock = 256;  // outputs the column strategy accumulates together
+constexpr int64_t kRowBlock = 64;      // rows a column sums in Acc before adding that to a double total
+constexpr int64_t kChunk = 65536;      // elements per task when a reduction is split
+constexpr int64_t kMinTasks = 16;      // fewer independent tasks than this: split the reduced range
+constexpr int64_t kMaxChunks = 256;    // bounds the partial results kept per task
 
 // Sizes and x-strides of a group of dimensions.
 struct DimGroup {
@@ -145,26 +147,22 @@ struct Identity {
   }
 };
 
-// Sums f(x) over n elements with kLanes independent accumulators; kUnit lets the compiler
-// vectorise the contiguous case.
+// Sums f(x) over n (at most kBlock) elements. Two interleaved halves give two independent
+// vector accumulator chains, and OpenMP's simd reduction keeps each in a register across all
+// vector lanes (each lane sums at most kBlock / (2 * width) elements serially).
 template <typename Acc, bool kUnit, typename T, typename F>
-Acc lane_sum(const T* p, int64_t n, int64_t stride, const F& f) {
+Acc block_sum(const T* p, int64_t n, int64_t stride, const F& f) {
   const int64_t s = kUnit ? 1 : stride;
-  if (n < kLanes) {
-    Acc total = Acc(0);
-    for (int64_t i = 0; i < n; ++i) total += f(static_cast<Acc>(p[i * s]));
-    return total;
+  const int64_t half = n / 2;
+  const T* q = p + half * s;
+  Acc first = Acc(0), second = Acc(0);
+#pragma omp simd reduction(+ : first, second)
+  for (int64_t i = 0; i < half; ++i) {
+    first += f(static_cast<Acc>(p[i * s]));
+    second += f(static_cast<Acc>(q[i * s]));
   }
-  Acc lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] += f(static_cast<Acc>(p[(i + j) * s]));
-  }
-  for (int j = 0; i + j < n; ++j) lanes[j] += f(static_cast<Acc>(p[(i + j) * s]));
-  for (int width = kLanes / 2; width > 0; width /= 2) {
-    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-  }
-  return lanes[0];
+  if (n % 2) second += f(static_cast<Acc>(p[(n - 1) * s]));
+  return first + second;
 }
 
 // Pairwise summation of a stream of partial sums, kept as a binary counter: level l holds the
@@ -180,8 +178,9 @@ class Cascade {
   }
   Acc total() const {
     Acc t = Acc(0);
-    for (int level = 0; level < 64; ++level) {
-      if ((count_ >> level) & 1) t += levels_[level];
+    int level = 0;
+    for (uint64_t c = count_; c != 0; c >>= 1, ++level) {
+      if (c & 1) t += levels_[level];
     }
     return t;
   }
@@ -198,8 +197,8 @@ Acc sum_slice(const T* x, const Runs& r, int64_t lo, int64_t hi, const F& f) {
     const T* p = x + offset;
     for (int64_t b = 0; b < n; b += kBlock) {
       int64_t m = std::min(kBlock, n - b);
-      cascade.add(r.stride == 1 ? lane_sum<Acc, true>(p + b, m, 1, f)
-                                : lane_sum<Acc, false>(p + b * r.stride, m, r.stride, f));
+      cascade.add(r.stride == 1 ? block_sum<Acc, true>(p + b, m, 1, f)
+                                : block_sum<Acc, false>(p + b * r.stride, m, r.stride, f));
     }
     return true;
   });
@@ -225,19 +224,28 @@ O convert(R v) {
 }
 
 // Stores results of type R into `out`, converting to out's dtype (chosen by the front end).
+// The common case, out already of type R, is a plain store; the others go through one
+// conversion function picked once per call.
 template <typename R>
 class OutWriter {
  public:
   using StoreFn = void (*)(void*, int64_t, R);
-  explicit OutWriter(const TensorView& out) : data_(out.data) {
+  explicit OutWriter(const TensorView& out) : data_(out.data), direct_(out.dtype == dtype_v<R>) {
     store_ = dispatch_all(out.dtype, "reduce", [&]<typename O>() -> StoreFn {
       return [](void* data, int64_t i, R v) { static_cast<O*>(data)[i] = convert<O>(v); };
     });
   }
-  void operator()(int64_t i, R v) const { store_(data_, i, v); }
+  void operator()(int64_t i, R v) const {
+    if (direct_) {
+      static_cast<R*>(data_)[i] = v;
+    } else {
+      store_(data_, i, v);
+    }
+  }
 
  private:
   void* data_;
+  bool direct_;
   StoreFn store_;
 };
 
@@ -255,33 +263,24 @@ struct SumKernel {
   static Partial identity() { return Acc(0); }
   static Partial combine(Partial a, Partial b) { return kernels::SumOp<Acc>::combine(a, b); }
 
+  // (For integers the cascade changes nothing, wrapping adds being exact in any order.)
   Partial slice(const T* x, const Runs& r, int64_t lo, int64_t hi) const {
-    if constexpr (std::is_integral_v<Acc>) {
-      Acc total = 0;
-      for_each_run(r, lo, hi, [&](int64_t offset, int64_t n, int64_t) {
-        const T* p = x + offset;
-        for (int64_t i = 0; i < n; ++i) total += static_cast<Acc>(p[i * r.stride]);
-        return true;
-      });
-      return total;
-    } else {
-      return sum_slice<Acc>(x, r, lo, hi, Identity{});
-    }
+    return sum_slice<Acc>(x, r, lo, hi, Identity{});
   }
 
-  // Floating sums accumulate in double here: a running per-column sum is serial, and double
-  // keeps its error far below float's even over millions of rows.
+  // Rows are added in Acc (full-width float vectors) for at most kRowBlock rows, and those block
+  // sums are added in double, so the serial per-column error stays small over millions of rows.
   void columns(const T* x, int64_t width, const DimGroup& reduced, int64_t lo, int64_t hi, Partial* parts) const {
     using Wide = std::conditional_t<std::is_integral_v<Acc>, Acc, double>;
     Wide total[kColumnBlock] = {};
-    Wide block[kColumnBlock];
+    Acc block[kColumnBlock];
     for (int64_t r0 = lo; r0 < hi; r0 += kRowBlock) {
-      std::fill(block, block + width, Wide(0));
+      std::fill(block, block + width, Acc(0));
       for_each_row(reduced, r0, std::min(hi, r0 + kRowBlock), [&](int64_t offset, int64_t) {
         const T* row = x + offset;
-        for (int64_t j = 0; j < width; ++j) block[j] += static_cast<Wide>(row[j]);
+        for (int64_t j = 0; j < width; ++j) block[j] += static_cast<Acc>(row[j]);
       });
-      for (int64_t j = 0; j < width; ++j) total[j] += block[j];
+      for (int64_t j = 0; j < width; ++j) total[j] += static_cast<Wide>(block[j]);
     }
     for (int64_t j = 0; j < width; ++j) parts[j] = static_cast<Acc>(total[j]);
   }
@@ -334,8 +333,8 @@ struct ProdKernel {
 
 enum class ExtremeMode { Value, ValueAndIndex, Index };
 
-// Max/min (Op = MaxOp or MinOp) and argmax/argmin. The value is found by a vectorisable
-// multi-lane pass; when an index is wanted, a second pass finds its first occurrence.
+// Max/min (Op = MaxOp or MinOp) and argmax/argmin, in one pass that carries the index along
+// in each SIMD lane; the lanes merge with Op::combine, whose tie-break keeps the first index.
 template <typename T, typename Op, ExtremeMode kMode>
 struct ExtremeKernel {
   using V = compute_t<T>;
@@ -347,55 +346,49 @@ struct ExtremeKernel {
   static Partial identity() { return Op::identity(); }
   static Partial combine(Partial a, Partial b) { return Op::combine(a, b); }
 
+  // Adds p[0..n) (linear indices first..first+n) to `best`.
   template <bool kUnit>
-  static void scan(const T* p, int64_t n, int64_t stride, V& best) {
+  static void scan(const T* p, int64_t n, int64_t stride, int64_t first, Partial& best) {
     const int64_t s = kUnit ? 1 : stride;
     int64_t i = 0;
     if (n >= kLanes) {
-      V lanes[kLanes];
-      for (int j = 0; j < kLanes; ++j) lanes[j] = best;
+      // Lanes start from `best`, so a later equal value never displaces an earlier index.
+      V values[kLanes];
+      int64_t where[kLanes];
+      for (int j = 0; j < kLanes; ++j) {
+        values[j] = best.value;
+        where[j] = best.index;
+      }
       for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
         for (int j = 0; j < kLanes; ++j) {
           V v = static_cast<V>(p[(i + j) * s]);
-          lanes[j] = Op::better(v, lanes[j]) ? v : lanes[j];
+          bool take = Op::better(v, values[j]);
+          values[j] = take ? v : values[j];
+          if constexpr (kMode != ExtremeMode::Value) where[j] = take ? first + i + j : where[j];
         }
       }
-      for (int j = 0; j < kLanes; ++j) best = Op::better(lanes[j], best) ? lanes[j] : best;
+      for (int j = 0; j < kLanes; ++j) best = Op::combine(best, Partial{values[j], where[j]});
     }
     for (; i < n; ++i) {
       V v = static_cast<V>(p[i * s]);
-      best = Op::better(v, best) ? v : best;
+      if (Op::better(v, best.value)) best = {v, first + i};
     }
   }
 
   Partial slice(const T* x, const Runs& r, int64_t lo, int64_t hi) const {
-    V best = static_cast<V>(x[offset_of(r.outer, lo / r.len) + (lo % r.len) * r.stride]);
-    for_each_run(r, lo, hi, [&](int64_t offset, int64_t n, int64_t) {
+    // Seeded with the first element; in Value mode the index stays `lo`, which is enough to
+    // keep chunk merges ordered.
+    Partial best{static_cast<V>(x[offset_of(r.outer, lo / r.len) + (lo % r.len) * r.stride]), lo};
+    for_each_run(r, lo, hi, [&](int64_t offset, int64_t n, int64_t first) {
       if (r.stride == 1) {
-        scan<true>(x + offset, n, 1, best);
+        scan<true>(x + offset, n, 1, first, best);
       } else {
-        scan<false>(x + offset, n, r.stride, best);
+        scan<false>(x + offset, n, r.stride, first, best);
       }
       return true;
     });
-    if constexpr (kMode == ExtremeMode::Value) {
-      return {best, lo};  // any index inside the chunk keeps chunk merges ordered
-    } else {
-      const bool want_nan = kmath::isnan(best);
-      int64_t found = lo;
-      for_each_run(r, lo, hi, [&](int64_t offset, int64_t n, int64_t first) {
-        const T* p = x + offset;
-        for (int64_t i = 0; i < n; ++i) {
-          V v = static_cast<V>(p[i * r.stride]);
-          if (want_nan ? kmath::isnan(v) : v == best) {
-            found = first + i;
-            return false;
-          }
-        }
-        return true;
-      });
-      return {best, found};
-    }
+    return best;
   }
 
   void columns(const T* x, int64_t width, const DimGroup& reduced, int64_t lo, int64_t hi, Partial* parts) const {
@@ -485,7 +478,9 @@ int64_t chunk_count(int64_t tasks, int64_t elements_per_task, int64_t count) {
   return std::min({(elements_per_task + kChunk - 1) / kChunk, kMaxChunks, count});
 }
 
-int64_t grain_for(int64_t elements_per_task) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, elements_per_task)); }
+int64_t grain_for(int64_t elements_per_task) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, elements_per_task));
+}
 
 template <typename T, typename K>
 void run_rows(const T* x, const DimGroup& kept, const DimGroup& reduced, int64_t count, const K& k) {
@@ -612,9 +607,12 @@ void reduce_typed(ReduceOp op, const TensorView& x, int64_t lead, int64_t count,
   auto run = [&](const auto& kernel) { run_reduction<T>(x, lead, count, kernel); };
   int64_t* index_out = indices.ptr<int64_t>();
   switch (op) {
-    case ReduceOp::Sum: return run(SumK{OutWriter<typename SumK::Result>(out), count});
-    case ReduceOp::Mean: return run(MeanK{OutWriter<typename MeanK::Result>(out), count});
-    case ReduceOp::Prod: return run(ProdK{OutWriter<typename ProdK::Result>(out)});
+    case ReduceOp::Sum:
+      return run(SumK{OutWriter<typename SumK::Result>(out), count});
+    case ReduceOp::Mean:
+      return run(MeanK{OutWriter<typename MeanK::Result>(out), count});
+    case ReduceOp::Prod:
+      return run(ProdK{OutWriter<typename ProdK::Result>(out)});
     case ReduceOp::Max:
       if (index_out != nullptr) {
         return run(ExtremeKernel<T, MaxOp<V>, ExtremeMode::ValueAndIndex>{OutWriter<V>(out), index_out});
@@ -625,9 +623,12 @@ void reduce_typed(ReduceOp op, const TensorView& x, int64_t lead, int64_t count,
         return run(ExtremeKernel<T, MinOp<V>, ExtremeMode::ValueAndIndex>{OutWriter<V>(out), index_out});
       }
       return run(ExtremeKernel<T, MinOp<V>, ExtremeMode::Value>{OutWriter<V>(out), nullptr});
-    case ReduceOp::ArgMax: return run(ExtremeKernel<T, MaxOp<V>, ExtremeMode::Index>{OutWriter<int64_t>(out), nullptr});
-    case ReduceOp::ArgMin: return run(ExtremeKernel<T, MinOp<V>, ExtremeMode::Index>{OutWriter<int64_t>(out), nullptr});
-    case ReduceOp::Var: return run(VarKernel<T>{OutWriter<double>(out), correction});
+    case ReduceOp::ArgMax:
+      return run(ExtremeKernel<T, MaxOp<V>, ExtremeMode::Index>{OutWriter<int64_t>(out), nullptr});
+    case ReduceOp::ArgMin:
+      return run(ExtremeKernel<T, MinOp<V>, ExtremeMode::Index>{OutWriter<int64_t>(out), nullptr});
+    case ReduceOp::Var:
+      return run(VarKernel<T>{OutWriter<double>(out), correction});
   }
 }
 
@@ -646,8 +647,8 @@ void CpuBackend::reduce(ReduceOp op, const TensorView& x, int64_t reduced_dims, 
 
   // Over no dims, sum/mean/prod/max/min are the values themselves; var and argmax/argmin still
   // reduce over the single element (var of one element is NaN with correction 1, argmax is 0).
-  const bool value_op = op == ReduceOp::Sum || op == ReduceOp::Mean || op == ReduceOp::Prod || op == ReduceOp::Max ||
-                        op == ReduceOp::Min;
+  const bool value_op =
+      op == ReduceOp::Sum || op == ReduceOp::Mean || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min;
   if (reduced_dims == 0 && value_op) {
     dispatch_all(x.dtype, op_name(op), [&]<typename T>() { copy_values<T>(x, out); });
     if (indices.data != nullptr) std::fill(indices.ptr<int64_t>(), indices.ptr<int64_t>() + outputs, int64_t{0});
