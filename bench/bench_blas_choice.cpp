@@ -11,17 +11,15 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include <dnnl.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <dnnl.hpp>
 #include <memory>
 #include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
 
 namespace {
 
@@ -33,8 +31,8 @@ struct GemmShape {
 
 // fwd: Linear forward; wgrad: weight gradient; igrad: input gradient (layer 1 needs none).
 const GemmShape kShapes[] = {
-    {"fwd1_64x784x512_NT", 64, 512, 784, false, true},  {"fwd1_64x784x512_NN", 64, 512, 784, false, false},
-    {"fwd2_64x512x512_NT", 64, 512, 512, false, true},  {"fwd3_64x512x10_NT", 64, 10, 512, false, true},
+    {"fwd1_64x784x512_NT", 64, 512, 784, false, true},   {"fwd1_64x784x512_NN", 64, 512, 784, false, false},
+    {"fwd2_64x512x512_NT", 64, 512, 512, false, true},   {"fwd3_64x512x10_NT", 64, 10, 512, false, true},
     {"wgrad1_512x64x784_TN", 512, 784, 64, true, false}, {"wgrad2_512x64x512_TN", 512, 512, 64, true, false},
     {"wgrad3_10x64x512_TN", 10, 512, 64, true, false},   {"igrad2_64x512x512_NN", 64, 512, 512, false, false},
     {"igrad3_64x10x512_NN", 64, 512, 10, false, false},  {"square_1024_NN", 1024, 1024, 1024, false, false},
@@ -72,8 +70,8 @@ void use_threads(int threads) {
 }
 
 void set_counters(benchmark::State& state, const GemmShape& s, int threads) {
-  state.counters["GFLOPS"] =
-      benchmark::Counter(2.0 * static_cast<double>(s.m * s.n * s.k) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(s.m * s.n * s.k) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = threads;
 }
 
@@ -95,8 +93,8 @@ void bench_dnnl_sgemm(benchmark::State& state, GemmShape s, int threads) {
   use_threads(threads);
   Operands op(s);
   for (auto _ : state) {
-    dnnl_status_t st = dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, 1.0f, op.a.get(),
-                                  op.lda, op.b.get(), op.ldb, 0.0f, op.c.get(), op.ldc);
+    dnnl_status_t st = dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, 1.0f, op.a.get(), op.lda,
+                                  op.b.get(), op.ldb, 0.0f, op.c.get(), op.ldc);
     if (st != dnnl_success) {
       state.SkipWithError("dnnl_sgemm failed");
       break;

@@ -1,7 +1,7 @@
 // ember::matmul against the BLAS it calls (oneDNN's sgemm) called directly on the same data, so the
 // gap is ember's own cost: argument checks, allocating the output, dispatch and view handling.
 // Shapes: the quickstart MLP's first layer (batch 64, 784 -> 512) as Linear issues it (x @ w.t())
-// and in plain form, and a large square product.
+// and in plain form, a large square product, and two tiny ones.
 //
 // Run with OMP_NUM_THREADS=1 and =2; repeat with --benchmark_repetitions=3. After the usual table
 // the program prints ember/BLAS time ratios (medians when repeated).
@@ -29,11 +29,14 @@ const Shape kShapes[] = {
     {"64x784x512_NT", 64, 784, 512, true},
     {"64x784x512_NN", 64, 784, 512, false},
     {"1024x1024x1024_NN", 1024, 1024, 1024, false},
+    // Tiny products, where the per-call cost dominates (ember computes these without the BLAS).
+    {"6x6x6_NN", 6, 6, 6, false},
+    {"16x16x16_NN", 16, 16, 16, false},
 };
 
 void set_flops(benchmark::State& state, const Shape& s) {
-  state.counters["GFLOPS"] = benchmark::Counter(2e-9 * static_cast<double>(s.m * s.n * s.k),
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2e-9 * static_cast<double>(s.m * s.n * s.k), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void bench_ember(benchmark::State& state, Shape s) {
@@ -69,6 +72,8 @@ void bench_blas(benchmark::State& state, Shape s) {
 /// The console table, then "ember / BLAS" per shape from the median (or only) real time.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
+  RatioReporter() : ConsoleReporter(OO_Tabular) {}  // no colour codes: the output goes to logs
+
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {

@@ -4,11 +4,13 @@ find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 # zlib reads gzipped data sets (IDX files as Debian's dataset packages ship them).
 find_package(ZLIB REQUIRED)
+# JSON for safetensors headers (header-only; Debian nlohmann-json3-dev).
+find_package(nlohmann_json 3.2 REQUIRED)
 
 # BLAS. float32 products (and float16/bfloat16 ones, computed in float32) go to oneDNN's sgemm,
-# which measured 5-7x faster than OpenBLAS 0.3.21 on the MLP's shapes (OpenBLAS misdetects recent
-# Xeons and falls back to SSE3 kernels) and still ahead when OpenBLAS is forced onto its AVX-512
-# kernels; docs/PERFORMANCE.md has the numbers. oneDNN has no float64 GEMM, so float64 stays on
+# which measured 5.5-6x faster than OpenBLAS 0.3.21 over an MLP training step's products (OpenBLAS
+# misdetects recent Xeons and falls back to SSE3 kernels) and 1.2-1.5x faster even with OpenBLAS
+# forced onto its AVX-512 kernels; docs/PERFORMANCE.md has the numbers. oneDNN has no float64 GEMM, so float64 stays on
 # OpenBLAS. Both are their OpenMP builds (Debian libdnnl-dev, libopenblas-openmp-dev) and so share
 # ember's OpenMP thread pool instead of starting their own.
 find_package(OpenBLAS CONFIG QUIET)
@@ -42,7 +44,7 @@ else()
 endif()
 
 function(ember_link_private_dependencies target)
-  target_link_libraries(${target} PRIVATE Threads::Threads OpenMP::OpenMP_CXX ZLIB::ZLIB ${OpenBLAS_LIBRARIES}
+  target_link_libraries(${target} PRIVATE Threads::Threads OpenMP::OpenMP_CXX ZLIB::ZLIB nlohmann_json::nlohmann_json ${OpenBLAS_LIBRARIES}
                                            ${EMBER_DNNL_LIBRARY})
   target_include_directories(${target} PRIVATE ${OpenBLAS_INCLUDE_DIRS} ${EMBER_DNNL_INCLUDE_DIR})
   if(EMBER_HAVE_CUDA)

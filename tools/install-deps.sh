@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config            # toolchain (CMake >= 3.25: Debian 12 has 3.25.1)
-  libopenblas-openmp-dev                       # matrix products; OpenMP build, shares ember's thread pool
+  libdnnl-dev libopenblas-openmp-dev           # matrix products (oneDNN float32, OpenBLAS float64), OpenMP builds
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
   libcli11-dev                                 # the `ember` command-line tool
   nlohmann-json3-dev zlib1g-dev                # configuration files and compressed data sets

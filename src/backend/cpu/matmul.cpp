@@ -124,8 +124,9 @@ void direct_product(Slice<T> a, Slice<T> b, T* c, const ProductShape& s, int64_t
 }
 
 // Products with at most this many multiply-adds skip the BLAS: oneDNN's sgemm costs ~0.6 us per
-// call however small the product, more than the loop needs (bench_matmul measures the crossover).
-constexpr int64_t kDirectMaxMacs = 4096;
+// call however small the product. Measured crossover (docs/PERFORMANCE.md): the loop is ahead up
+// to 8x8x8 and behind from 10x10x10.
+constexpr int64_t kDirectMaxMacs = 512;
 
 // Batched products smaller than this many multiply-adds each are spread over threads by batch
 // (the BLAS then runs single-threaded inside); bigger ones are threaded by the BLAS itself.
@@ -215,18 +216,16 @@ struct BatchGeometry {
   ProductShape shape() const { return {m, n, k, out_row_stride}; }
 };
 
-/// Runs product(batch_index, scratch) for every batch entry: across threads when the entries are
-/// small (each then runs its BLAS single-threaded), otherwise one after another.
+/// Calls products(begin, end) on ranges of batch entries: split across threads when the entries
+/// are small (each then runs its BLAS single-threaded), otherwise all at once on this thread, where
+/// the BLAS threads each product.
 template <typename F>
-void for_each_batch(const BatchGeometry& g, const F& product) {
+void for_batch_ranges(const BatchGeometry& g, const F& products) {
   const int64_t macs = g.m * g.n * g.k;
   if (g.batch > 1 && macs < kBatchParallelMacs) {
-    const int64_t grain = std::max<int64_t>(1, kBatchParallelMacs / std::max<int64_t>(macs, 1));
-    parallel_for(g.batch, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) product(i);
-    });
+    parallel_for(g.batch, std::max<int64_t>(1, kBatchParallelMacs / std::max<int64_t>(macs, 1)), products);
   } else {
-    for (int64_t i = 0; i < g.batch; ++i) product(i);
+    products(int64_t{0}, g.batch);
   }
 }
 
@@ -235,11 +234,13 @@ void floating_matmul(const TensorView& a, const TensorView& b, const TensorView&
   const T* a_base = a.ptr<const T>();
   const T* b_base = b.ptr<const T>();
   T* out_base = out.ptr<T>();
-  for_each_batch(g, [&](int64_t i) {
-    thread_local std::vector<T> scratch;
-    floating_product(Slice<T>{a_base + i * g.a_batch_stride, a.strides[1], a.strides[2]},
-                     Slice<T>{b_base + i * g.b_batch_stride, b.strides[1], b.strides[2]},
-                     out_base + i * g.out_batch_stride, g.shape(), scratch);
+  for_batch_ranges(g, [&](int64_t begin, int64_t end) {
+    std::vector<T> scratch;  // packed operands, reused across the range
+    for (int64_t i = begin; i < end; ++i) {
+      floating_product(Slice<T>{a_base + i * g.a_batch_stride, a.strides[1], a.strides[2]},
+                       Slice<T>{b_base + i * g.b_batch_stride, b.strides[1], b.strides[2]},
+                       out_base + i * g.out_batch_stride, g.shape(), scratch);
+    }
   });
 }
 
@@ -249,20 +250,22 @@ void half_matmul(const TensorView& a, const TensorView& b, const TensorView& out
   const T* a_base = a.ptr<const T>();
   const T* b_base = b.ptr<const T>();
   T* out_base = out.ptr<T>();
-  for_each_batch(g, [&](int64_t i) {
-    thread_local std::vector<float> widened;
-    thread_local std::vector<float> scratch;
-    const int64_t a_count = g.m * g.k, b_count = g.k * g.n, c_count = g.m * g.n;
-    widened.resize(static_cast<size_t>(a_count + b_count + c_count));
+  const int64_t a_count = g.m * g.k, b_count = g.k * g.n, c_count = g.m * g.n;
+  for_batch_ranges(g, [&](int64_t begin, int64_t end) {
+    std::vector<float> widened(static_cast<size_t>(a_count + b_count + c_count));
+    std::vector<float> scratch;
     float* wa = widened.data();
     float* wb = wa + a_count;
     float* wc = wb + b_count;
-    pack_rows(a_base + i * g.a_batch_stride, g.m, g.k, a.strides[1], a.strides[2], wa);
-    pack_rows(b_base + i * g.b_batch_stride, g.k, g.n, b.strides[1], b.strides[2], wb);
-    floating_product(Slice<float>{wa, g.k, 1}, Slice<float>{wb, g.n, 1}, wc, ProductShape{g.m, g.n, g.k, g.n}, scratch);
-    T* c = out_base + i * g.out_batch_stride;
-    for (int64_t r = 0; r < g.m; ++r) {
-      for (int64_t j = 0; j < g.n; ++j) c[r * g.out_row_stride + j] = T(wc[r * g.n + j]);
+    for (int64_t i = begin; i < end; ++i) {
+      pack_rows(a_base + i * g.a_batch_stride, g.m, g.k, a.strides[1], a.strides[2], wa);
+      pack_rows(b_base + i * g.b_batch_stride, g.k, g.n, b.strides[1], b.strides[2], wb);
+      floating_product(Slice<float>{wa, g.k, 1}, Slice<float>{wb, g.n, 1}, wc, ProductShape{g.m, g.n, g.k, g.n},
+                       scratch);
+      T* c = out_base + i * g.out_batch_stride;
+      for (int64_t r = 0; r < g.m; ++r) {
+        for (int64_t j = 0; j < g.n; ++j) c[r * g.out_row_stride + j] = T(wc[r * g.n + j]);
+      }
     }
   });
 }

@@ -1,0 +1,7 @@
+#pragma once
+/// Everything of ember::nn: Module, the layers, the losses, functional and init.
+#include "ember/nn/functional.h"
+#include "ember/nn/init.h"
+#include "ember/nn/loss.h"
+#include "ember/nn/module.h"
+#include "ember/nn/modules.h"

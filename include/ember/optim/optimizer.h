@@ -1,0 +1,85 @@
+#pragma once
+/// ember::optim: optimizers over parameter groups, with PyTorch's update rules (the single-tensor,
+/// non-foreach forms torch.optim uses on the CPU) and PyTorch's argument checks.
+///
+/// State dictionary layout (OptimizerStateDict), flat so that it maps onto safetensors directly:
+///   tensors["state.<i>.<name>"]        per-parameter state, <i> numbering the parameters of every
+///                                       group in order (as PyTorch does); e.g. "state.0.momentum_buffer",
+///                                       "state.3.exp_avg", "state.3.step" (a 0-dim float32 tensor)
+///   numbers["param_groups.<g>.<option>"] each group's hyper-parameters ("lr", "momentum", "beta1",
+///                                       "beta2", "eps", "weight_decay", ...); booleans are 0 or 1
+///   numbers["param_groups.<g>.num_params"] how many parameters group <g> holds
+///   numbers["num_param_groups"]
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ember/tensor.h"
+
+namespace ember::optim {
+
+/// Hyper-parameters by name, as in a PyTorch param_group dict (booleans are stored as 0/1).
+using Options = std::map<std::string, double>;
+
+struct ParamGroup {
+  ParamGroup() = default;
+  /// `options` may be partial: the optimizer fills in its defaults for what is missing.
+  explicit ParamGroup(std::vector<Tensor> params, Options options = {})
+      : params(std::move(params)), options(std::move(options)) {}
+
+  std::vector<Tensor> params;
+  Options options;
+
+  double lr() const { return get("lr"); }
+  void set_lr(double lr) { options["lr"] = lr; }
+  bool has(const std::string& name) const { return options.count(name) != 0; }
+  /// The option's value; throws when the group has no such option.
+  double get(const std::string& name) const;
+};
+
+struct OptimizerStateDict {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, double> numbers;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// One update of every parameter that has a gradient, under NoGradGuard.
+  void step();
+  /// Clears gradients: undefined (like `p.grad = None`) or zero-filled.
+  void zero_grad(bool set_to_none = true);
+
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  /// Adds a group; missing options come from the optimizer's defaults.
+  void add_param_group(ParamGroup group);
+  const Options& defaults() const { return defaults_; }
+
+  /// Per-parameter state of the parameter at global index `index` (see the layout above).
+  std::map<std::string, Tensor>& state(size_t index);
+
+  OptimizerStateDict state_dict() const;
+  /// Restores hyper-parameters and state; the group structure must match this optimizer's.
+  void load_state_dict(const OptimizerStateDict& dict);
+
+ protected:
+  Optimizer(std::vector<ParamGroup> groups, Options defaults);
+  /// Updates one parameter (with a defined grad) of `group`; `state` is its own state map.
+  virtual void update(const ParamGroup& group, Tensor& param, const Tensor& grad,
+                      std::map<std::string, Tensor>& state) = 0;
+
+ private:
+  Options defaults_;
+  std::vector<ParamGroup> groups_;
+  std::vector<std::map<std::string, Tensor>> state_;  // indexed by global parameter index
+};
+
+/// Python's repr() of a float ("-1.0", "1e-05"), for messages that match PyTorch's.
+std::string python_float(double value);
+
+}  // namespace ember::optim

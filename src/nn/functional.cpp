@@ -1,0 +1,177 @@
+// nn.functional, composed from ember's differentiable ops (autograd comes with them).
+#include "ember/nn/functional.h"
+
+#include <vector>
+
+#include "core/check.h"
+#include "core/tensor_internal.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+
+namespace ember::nn::functional {
+
+namespace {
+
+Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::None:
+      return loss;
+    case Reduction::Sum:
+      return loss.sum();
+    case Reduction::Mean:
+      return loss.mean();
+  }
+  return loss;
+}
+
+// Classes live in dimension 1 of a batched input and in dimension 0 of a single sample [C].
+int64_t class_dim_of(const Tensor& input) { return input.dim() == 1 ? 0 : 1; }
+
+// PyTorch's checks on class-index targets: dtype, batch size, the remaining sizes, the range.
+void check_class_targets(const Tensor& input, const Tensor& target, const char* op) {
+  detail::check_defined(input, op);
+  detail::check_defined(target, op);
+  EMBER_CHECK(input.dim() >= 1, op, ": input must have at least 1 dimension, got a 0-dim tensor");
+  EMBER_CHECK(target.dtype() == kInt64, "expected scalar type Long but found ", scalar_type_name(target.dtype()));
+  const int64_t class_dim = class_dim_of(input);
+  if (input.dim() == 1) {
+    EMBER_CHECK(target.dim() == 0, "0D or 1D target tensor expected, multi-target not supported");
+  } else {
+    EMBER_CHECK(target.dim() >= 1 && input.size(0) == target.size(0), "Expected input batch_size (", input.size(0),
+                ") to match target batch_size (", target.dim() >= 1 ? target.size(0) : 0, ").");
+    std::vector<int64_t> expected = input.sizes().vec();
+    expected.erase(expected.begin() + 1);
+    EMBER_CHECK(target.sizes().vec() == expected, "Expected target size ", detail::shape_str(expected), ", got ",
+                detail::shape_str(target.sizes()));
+  }
+  if (target.numel() == 0) return;
+  const int64_t classes = input.size(class_dim);
+  const int64_t low = target.min().item<int64_t>(), high = target.max().item<int64_t>();
+  EMBER_CHECK(low >= 0 && high < classes, "Target ", low < 0 ? low : high, " is out of bounds.");
+}
+
+// -input[n, target[n], ...]: the per-element negative log-likelihood, shaped like target.
+Tensor picked_nll(const Tensor& log_probs, const Tensor& target) {
+  const int64_t class_dim = class_dim_of(log_probs);
+  return -gather(log_probs, class_dim, target.unsqueeze(class_dim)).squeeze(class_dim);
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  detail::check_defined(input, "linear");
+  detail::check_defined(weight, "linear");
+  Tensor out = matmul(input, weight.t());
+  return bias.defined() ? out + bias : out;
+}
+
+Tensor relu(const Tensor& input) { return ember::relu(input); }
+
+Tensor gelu(const Tensor& input, const std::string& approximate) {
+  EMBER_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
+  return ember::gelu(input, approximate.c_str());
+}
+
+Tensor silu(const Tensor& input) { return ember::silu(input); }
+Tensor tanh(const Tensor& input) { return ember::tanh(input); }
+Tensor sigmoid(const Tensor& input) { return ember::sigmoid(input); }
+Tensor softmax(const Tensor& input, int64_t dim) { return ember::softmax(input, dim); }
+Tensor log_softmax(const Tensor& input, int64_t dim) { return ember::log_softmax(input, dim); }
+Tensor flatten(const Tensor& input, int64_t start_dim, int64_t end_dim) { return input.flatten(start_dim, end_dim); }
+
+Tensor dropout(const Tensor& input, double p, bool training) {
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
+  detail::check_defined(input, "dropout");
+  if (!training || p == 0.0) return input;
+  if (p == 1.0) return input * 0;
+  // keep = rand < 1 - p, already scaled so that the expected value is unchanged.
+  Tensor keep = (rand_like(input) < (1.0 - p)).to(input.dtype());
+  return input * (keep * (1.0 / (1.0 - p)));
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight) {
+  detail::check_defined(indices, "embedding");
+  detail::check_defined(weight, "embedding");
+  EMBER_CHECK(weight.dim() == 2, "'weight' must be 2-D");
+  EMBER_CHECK(
+      indices.dtype() == kInt64 || indices.dtype() == kInt32,
+      "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got ",
+      scalar_type_name(indices.dtype()), " instead (while checking arguments for embedding)");
+  std::vector<int64_t> out_sizes = indices.sizes().vec();
+  out_sizes.push_back(weight.size(1));
+  Tensor rows = index_select(weight, 0, indices.to(kInt64).reshape({-1}));
+  return rows.reshape(out_sizes);
+}
+
+Tensor layer_norm(const Tensor& input, IntList normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  detail::check_defined(input, "layer_norm");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool matches = k >= 1 && input.dim() >= k;
+  for (int64_t i = 0; matches && i < k; ++i) matches = input.size(input.dim() - k + i) == normalized_shape[i];
+  EMBER_CHECK(matches, "Given normalized_shape=", detail::shape_str(normalized_shape),
+              ", expected input with shape [*, ", detail::shape_str(normalized_shape).substr(1),
+              ", but got input of size", detail::shape_str(input.sizes()));
+  std::vector<int64_t> dims;
+  for (int64_t i = input.dim() - k; i < input.dim(); ++i) dims.push_back(i);
+  Tensor mu = input.mean(dims, true);
+  Tensor variance = input.var(dims, 0, true);
+  Tensor out = (input - mu) * (variance + eps).rsqrt();
+  if (weight.defined()) out = out * weight;
+  if (bias.defined()) out = out + bias;
+  return out;
+}
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_class_targets(input, target, "nll_loss");
+  return reduce_loss(picked_nll(input, target), reduction);
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction, double label_smoothing) {
+  EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
+              "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
+  detail::check_defined(input, "cross_entropy");
+  detail::check_defined(target, "cross_entropy");
+  EMBER_CHECK(input.dim() >= 1, "cross_entropy: input must have at least 1 dimension, got a 0-dim tensor");
+  const int64_t class_dim = class_dim_of(input);
+  const double classes = static_cast<double>(input.size(class_dim));
+  const int64_t class_dims[1] = {class_dim};
+  Tensor log_probs = ember::log_softmax(input, class_dim);
+
+  if (target.is_floating_point()) {  // class probabilities
+    EMBER_CHECK(target.sizes().vec() == input.sizes().vec(), "Expected target size ", detail::shape_str(input.sizes()),
+                ", got ", detail::shape_str(target.sizes()));
+    Tensor probs = label_smoothing > 0.0 ? target * (1.0 - label_smoothing) + label_smoothing / classes : target;
+    return reduce_loss(-(log_probs * probs).sum(class_dims), reduction);
+  }
+
+  check_class_targets(input, target, "cross_entropy");
+  Tensor loss = picked_nll(log_probs, target);
+  if (label_smoothing > 0.0) {
+    Tensor smooth = -log_probs.sum(class_dims);
+    loss = loss * (1.0 - label_smoothing) + smooth * (label_smoothing / classes);
+  }
+  return reduce_loss(loss, reduction);
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  detail::check_defined(input, "mse_loss");
+  detail::check_defined(target, "mse_loss");
+  Tensor diff = input - target;
+  return reduce_loss(diff * diff, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction reduction,
+                                        const Tensor& pos_weight) {
+  detail::check_defined(input, "binary_cross_entropy_with_logits");
+  detail::check_defined(target, "binary_cross_entropy_with_logits");
+  EMBER_CHECK(target.sizes().vec() == input.sizes().vec(), "Target size (torch.Size(",
+              detail::shape_str(target.sizes()), ")) must be the same as input size (torch.Size(",
+              detail::shape_str(input.sizes()), "))");
+  // log(1 + exp(-x)) without overflow: shift by max(-x, 0).
+  Tensor shift = clamp(-input, 0.0);
+  Tensor log_term = log(exp(-shift) + exp(-input - shift)) + shift;
+  if (pos_weight.defined()) log_term = log_term * ((pos_weight - 1.0) * target + 1.0);
+  return reduce_loss((1.0 - target) * input + log_term, reduction);
+}
+
+}  // namespace ember::nn::functional

@@ -1,0 +1,160 @@
+#include "ember/optim/optimizer.h"
+
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
+#include "core/check.h"
+#include "ember/autograd.h"
+#include "ember/dtype.h"
+
+namespace ember::optim {
+
+std::string python_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // Python's repr: the shortest round-trip digits, scientific below 1e-4 and from 1e16 on.
+  char buf[64];
+  double magnitude = std::fabs(value);
+  bool scientific = magnitude != 0 && (magnitude < 1e-4 || magnitude >= 1e16);
+  auto result = std::to_chars(buf, buf + sizeof buf, value,
+                              scientific ? std::chars_format::scientific : std::chars_format::fixed);
+  std::string text(buf, result.ptr);
+  if (!scientific && text.find('.') == std::string::npos) text += ".0";
+  return text;
+}
+
+double ParamGroup::get(const std::string& name) const {
+  auto it = options.find(name);
+  EMBER_CHECK(it != options.end(), "parameter group has no option '", name, "'");
+  return it->second;
+}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, Options defaults) : defaults_(std::move(defaults)) {
+  size_t total = 0;
+  for (const auto& group : groups) total += group.params.size();
+  EMBER_CHECK(total > 0, "optimizer got an empty parameter list");
+  for (auto& group : groups) add_param_group(std::move(group));
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  for (const Tensor& p : group.params) {
+    EMBER_CHECK(p.defined(), "optimizer can only optimize defined Tensors");
+    EMBER_CHECK(p.is_leaf(), "can't optimize a non-leaf Tensor");
+    for (const auto& existing : groups_) {
+      for (const Tensor& q : existing.params) {
+        EMBER_CHECK(!q.is_same(p), "some parameters appear in more than one parameter group");
+      }
+    }
+  }
+  for (const auto& [name, value] : defaults_) group.options.try_emplace(name, value);
+  state_.resize(state_.size() + group.params.size());
+  groups_.push_back(std::move(group));
+}
+
+std::map<std::string, Tensor>& Optimizer::state(size_t index) {
+  EMBER_CHECK(index < state_.size(), "optimizer has no parameter with index ", index);
+  return state_[index];
+}
+
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  size_t index = 0;
+  for (auto& group : groups_) {
+    for (Tensor& param : group.params) {
+      Tensor grad = param.grad();
+      if (grad.defined()) update(group, param, grad, state_[index]);
+      ++index;
+    }
+  }
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (auto& group : groups_) {
+    for (Tensor& param : group.params) {
+      Tensor grad = param.grad();
+      if (!grad.defined()) continue;
+      if (set_to_none) {
+        param.set_grad(Tensor());
+      } else {
+        NoGradGuard no_grad;
+        grad.zero_();
+      }
+    }
+  }
+}
+
+OptimizerStateDict Optimizer::state_dict() const {
+  OptimizerStateDict dict;
+  // Clones, so that a saved dictionary does not change as the optimizer keeps stepping.
+  for (size_t i = 0; i < state_.size(); ++i) {
+    for (const auto& [name, tensor] : state_[i]) {
+      dict.tensors["state." + std::to_string(i) + "." + name] = tensor.detach().clone();
+    }
+  }
+  dict.numbers["num_param_groups"] = static_cast<double>(groups_.size());
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    std::string prefix = "param_groups." + std::to_string(g) + ".";
+    for (const auto& [name, value] : groups_[g].options) dict.numbers[prefix + name] = value;
+    dict.numbers[prefix + "num_params"] = static_cast<double>(groups_[g].params.size());
+  }
+  return dict;
+}
+
+void Optimizer::load_state_dict(const OptimizerStateDict& dict) {
+  auto number = [&](const std::string& key) {
+    auto it = dict.numbers.find(key);
+    EMBER_CHECK(it != dict.numbers.end(), "optimizer state dict is missing '", key, "'");
+    return it->second;
+  };
+  EMBER_CHECK(static_cast<size_t>(number("num_param_groups")) == groups_.size(),
+              "loaded state dict has a different number of parameter groups");
+  std::vector<const Tensor*> params;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    std::string prefix = "param_groups." + std::to_string(g) + ".";
+    EMBER_CHECK(static_cast<size_t>(number(prefix + "num_params")) == groups_[g].params.size(),
+                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+    for (const Tensor& p : groups_[g].params) params.push_back(&p);
+  }
+
+  std::vector<std::map<std::string, Tensor>> new_state(state_.size());
+  for (const auto& [key, tensor] : dict.tensors) {
+    std::string_view rest(key);
+    EMBER_CHECK(rest.substr(0, 6) == "state.", "unexpected key in optimizer state dict: '", key, "'");
+    rest.remove_prefix(6);
+    size_t index = 0;
+    auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), index);
+    EMBER_CHECK(ec == std::errc() && ptr != rest.data() + rest.size() && *ptr == '.',
+                "unexpected key in optimizer state dict: '", key, "'");
+    EMBER_CHECK(index < params.size(), "optimizer state dict has state for parameter ", index,
+                " but the optimizer has ", params.size(), " parameters");
+    std::string name(ptr + 1, rest.data() + rest.size());
+    const Tensor& param = *params[index];
+    // As PyTorch: floating state follows its parameter's dtype and device; "step" stays as saved.
+    Tensor value = tensor.detach();
+    if (name == "step") {
+      value = value.to(param.device(), /*non_blocking=*/false, /*copy=*/true);
+    } else if (value.is_floating_point()) {
+      value = value.to(param.device(), param.dtype(), /*non_blocking=*/false, /*copy=*/true);
+    } else {
+      value = value.to(param.device(), /*non_blocking=*/false, /*copy=*/true);
+    }
+    EMBER_CHECK(name == "step" || value.sizes().vec() == param.sizes().vec(), "optimizer state '", key, "' has size ",
+                detail::shape_str(value.sizes()), " but its parameter has size ", detail::shape_str(param.sizes()));
+    new_state[index][name] = value;
+  }
+
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    std::string prefix = "param_groups." + std::to_string(g) + ".";
+    Options options;
+    for (const auto& [key, value] : dict.numbers) {
+      if (key.compare(0, prefix.size(), prefix) != 0) continue;
+      std::string name = key.substr(prefix.size());
+      if (name != "num_params") options[name] = value;
+    }
+    groups_[g].options = std::move(options);
+  }
+  state_ = std::move(new_state);
+}
+
+}  // namespace ember::optim

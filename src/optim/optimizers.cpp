@@ -1,0 +1,268 @@
+// Update rules written as torch/optim/*.py's single-tensor implementations write them, op for op,
+// so that float results follow PyTorch's rounding as closely as ember's ops allow.
+#include "ember/optim/optimizers.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+
+// PyTorch computes these scalars in Python, which never fuses a*b+c into one rounding; -march=native
+// would let the compiler emit FMAs and drift from PyTorch's floats by an ulp.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace ember::optim {
+namespace {
+
+std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
+  std::vector<ParamGroup> groups;
+  groups.emplace_back(std::move(params));
+  return groups;
+}
+
+void check_lr(double lr) { EMBER_CHECK(lr >= 0.0, "Invalid learning rate: ", python_float(lr)); }
+void check_eps(double eps) { EMBER_CHECK(eps >= 0.0, "Invalid epsilon value: ", python_float(eps)); }
+void check_weight_decay(double wd) { EMBER_CHECK(wd >= 0.0, "Invalid weight_decay value: ", python_float(wd)); }
+
+/// self.lerp_(end, weight) with PyTorch's CPU formula, which switches form at weight 0.5.
+void lerp_(Tensor& self, const Tensor& end, double weight) {
+  if (weight < 0.5) {
+    self.add_(end.sub(self), weight);
+  } else {
+    self.copy_(end.sub(end.sub(self), 1.0 - weight));
+  }
+}
+
+/// self.mul_(decay).addcmul_(x, x, value=1-decay): a running average of squares.
+void decay_add_square_(Tensor& self, const Tensor& x, double decay) {
+  self.mul_(decay);
+  self.add_(x.mul(x), 1.0 - decay);
+}
+
+/// The "step" counter PyTorch keeps as a float32 0-dim tensor; returns the incremented count.
+double increment_step(std::map<std::string, Tensor>& state) {
+  Tensor& step = state["step"];
+  step.add_(1.0);
+  return step.item<double>();
+}
+
+Options sgd_options(const SGDOptions& o) {
+  check_lr(o.lr);
+  EMBER_CHECK(o.momentum >= 0.0, "Invalid momentum value: ", python_float(o.momentum));
+  check_weight_decay(o.weight_decay);
+  EMBER_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
+              "Nesterov momentum requires a momentum and zero dampening");
+  return {{"lr", o.lr},
+          {"momentum", o.momentum},
+          {"dampening", o.dampening},
+          {"weight_decay", o.weight_decay},
+          {"nesterov", o.nesterov ? 1.0 : 0.0},
+          {"maximize", o.maximize ? 1.0 : 0.0}};
+}
+
+Options adam_options(const AdamOptions& o) {
+  check_lr(o.lr);
+  check_eps(o.eps);
+  EMBER_CHECK(o.beta1 >= 0.0 && o.beta1 < 1.0, "Invalid beta parameter at index 0: ", python_float(o.beta1));
+  EMBER_CHECK(o.beta2 >= 0.0 && o.beta2 < 1.0, "Invalid beta parameter at index 1: ", python_float(o.beta2));
+  check_weight_decay(o.weight_decay);
+  return {{"lr", o.lr},
+          {"beta1", o.beta1},
+          {"beta2", o.beta2},
+          {"eps", o.eps},
+          {"weight_decay", o.weight_decay},
+          {"amsgrad", o.amsgrad ? 1.0 : 0.0},
+          {"maximize", o.maximize ? 1.0 : 0.0}};
+}
+
+AdamOptions from_adamw(const AdamWOptions& o) {
+  return {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.amsgrad, o.maximize};
+}
+
+Options adadelta_options(const AdadeltaOptions& o) {
+  check_lr(o.lr);
+  EMBER_CHECK(o.rho >= 0.0 && o.rho <= 1.0, "Invalid rho value: ", python_float(o.rho));
+  check_eps(o.eps);
+  check_weight_decay(o.weight_decay);
+  return {{"lr", o.lr},
+          {"rho", o.rho},
+          {"eps", o.eps},
+          {"weight_decay", o.weight_decay},
+          {"maximize", o.maximize ? 1.0 : 0.0}};
+}
+
+Options rmsprop_options(const RMSpropOptions& o) {
+  check_lr(o.lr);
+  check_eps(o.eps);
+  EMBER_CHECK(o.momentum >= 0.0, "Invalid momentum value: ", python_float(o.momentum));
+  check_weight_decay(o.weight_decay);
+  EMBER_CHECK(o.alpha >= 0.0, "Invalid alpha value: ", python_float(o.alpha));
+  return {{"lr", o.lr},
+          {"alpha", o.alpha},
+          {"eps", o.eps},
+          {"weight_decay", o.weight_decay},
+          {"momentum", o.momentum},
+          {"centered", o.centered ? 1.0 : 0.0},
+          {"maximize", o.maximize ? 1.0 : 0.0}};
+}
+
+/// The gradient as the rule sees it: negated when maximizing, plus L2 decay when asked.
+Tensor effective_grad(const ParamGroup& group, const Tensor& param, const Tensor& grad) {
+  Tensor g = group.get("maximize") != 0 ? grad.neg() : grad;
+  double weight_decay = group.get("weight_decay");
+  if (weight_decay != 0) g = g.add(param, weight_decay);
+  return g;
+}
+
+}  // namespace
+
+// ---- SGD ----
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(single_group(std::move(params)), options) {}
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults) : Optimizer(std::move(groups), sgd_options(defaults)) {}
+
+void SGD::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state) {
+  Tensor g = effective_grad(group, param, grad);
+  double momentum = group.get("momentum");
+  if (momentum != 0) {
+    auto it = state.find("momentum_buffer");
+    Tensor buf;
+    if (it == state.end()) {
+      buf = g.detach().clone();
+      state["momentum_buffer"] = buf;
+    } else {
+      buf = it->second;
+      buf.mul_(momentum);
+      buf.add_(g, 1.0 - group.get("dampening"));
+    }
+    g = group.get("nesterov") != 0 ? g.add(buf, momentum) : buf;
+  }
+  param.add_(g, -group.lr());
+}
+
+// ---- Adam / AdamW ----
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(single_group(std::move(params)), options) {}
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults) : Adam(std::move(groups), defaults, false) {}
+Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults, bool decoupled)
+    : Optimizer(std::move(groups), adam_options(defaults)), decoupled_weight_decay_(decoupled) {}
+
+void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state) {
+  const double lr = group.lr(), beta1 = group.get("beta1"), beta2 = group.get("beta2");
+  const double weight_decay = group.get("weight_decay");
+  const bool amsgrad = group.get("amsgrad") != 0;
+  if (state.empty()) {
+    state["step"] = scalar_tensor(0.0, kFloat32);
+    state["exp_avg"] = zeros_like(param);
+    state["exp_avg_sq"] = zeros_like(param);
+    if (amsgrad) state["max_exp_avg_sq"] = zeros_like(param);
+  }
+  Tensor g = group.get("maximize") != 0 ? grad.neg() : grad;
+  const double step = increment_step(state);
+  if (weight_decay != 0) {
+    if (decoupled_weight_decay_) {
+      param.mul_(1.0 - lr * weight_decay);
+    } else {
+      g = g.add(param, weight_decay);
+    }
+  }
+  Tensor& exp_avg = state["exp_avg"];
+  Tensor& exp_avg_sq = state["exp_avg_sq"];
+  lerp_(exp_avg, g, 1.0 - beta1);
+  decay_add_square_(exp_avg_sq, g, beta2);
+
+  const double bias_correction1 = 1.0 - std::pow(beta1, step);
+  const double bias_correction2 = 1.0 - std::pow(beta2, step);
+  const double step_size = lr / bias_correction1;
+  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+  Tensor second_moment = exp_avg_sq;
+  if (amsgrad) {
+    Tensor& max_sq = state["max_exp_avg_sq"];
+    if (!max_sq.defined()) max_sq = zeros_like(param);  // amsgrad switched on after the first step
+    max_sq.copy_(maximum(max_sq, exp_avg_sq));
+    second_moment = max_sq;
+  }
+  Tensor denom = second_moment.sqrt() / bias_correction2_sqrt;
+  denom.add_(group.get("eps"));
+  param.add_(exp_avg.div(denom), -step_size);
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(single_group(std::move(params)), options) {}
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults)
+    : Adam(std::move(groups), from_adamw(defaults), /*decoupled=*/true) {}
+
+// ---- Adadelta ----
+
+Adadelta::Adadelta(std::vector<Tensor> params, AdadeltaOptions options)
+    : Adadelta(single_group(std::move(params)), options) {}
+Adadelta::Adadelta(std::vector<ParamGroup> groups, AdadeltaOptions defaults)
+    : Optimizer(std::move(groups), adadelta_options(defaults)) {}
+
+void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
+                      std::map<std::string, Tensor>& state) {
+  if (state.empty()) {
+    state["step"] = scalar_tensor(0.0, kFloat32);
+    state["square_avg"] = zeros_like(param);
+    state["acc_delta"] = zeros_like(param);
+  }
+  const double rho = group.get("rho"), eps = group.get("eps");
+  increment_step(state);
+  Tensor g = effective_grad(group, param, grad);
+  Tensor& square_avg = state["square_avg"];
+  Tensor& acc_delta = state["acc_delta"];
+  decay_add_square_(square_avg, g, rho);
+  Tensor std_dev = (square_avg + eps).sqrt();
+  Tensor delta = (acc_delta + eps).sqrt();
+  delta.div_(std_dev);
+  delta.mul_(g);
+  decay_add_square_(acc_delta, delta, rho);
+  param.add_(delta, -group.lr());
+}
+
+// ---- RMSprop ----
+
+RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
+    : RMSprop(single_group(std::move(params)), options) {}
+RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
+    : Optimizer(std::move(groups), rmsprop_options(defaults)) {}
+
+void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state) {
+  const double alpha = group.get("alpha"), eps = group.get("eps"), momentum = group.get("momentum");
+  const bool centered = group.get("centered") != 0;
+  if (state.empty()) {
+    state["step"] = scalar_tensor(0.0, kFloat32);
+    state["square_avg"] = zeros_like(param);
+    if (momentum > 0) state["momentum_buffer"] = zeros_like(param);
+    if (centered) state["grad_avg"] = zeros_like(param);
+  }
+  increment_step(state);
+  Tensor g = effective_grad(group, param, grad);
+  Tensor& square_avg = state["square_avg"];
+  decay_add_square_(square_avg, g, alpha);
+  Tensor avg;
+  if (centered) {
+    Tensor& grad_avg = state["grad_avg"];
+    if (!grad_avg.defined()) grad_avg = zeros_like(param);  // centered switched on after the first step
+    lerp_(grad_avg, g, 1.0 - alpha);
+    avg = square_avg.sub(grad_avg.mul(grad_avg)).sqrt();
+  } else {
+    avg = square_avg.sqrt();
+  }
+  avg.add_(eps);
+  if (momentum > 0) {
+    Tensor& buf = state["momentum_buffer"];
+    if (!buf.defined()) buf = zeros_like(param);  // momentum switched on after the first step
+    buf.mul_(momentum);
+    buf.add_(g.div(avg));
+    param.add_(buf, -group.lr());
+  } else {
+    param.add_(g.div(avg), -group.lr());
+  }
+}
+
+}  // namespace ember::optim
