@@ -28,18 +28,6 @@
 
 namespace ember {
 
-namespace detail {
-// Entry points for tests; they have no public header because user code should print tensors.
-std::string python_fixed(double value, int precision);
-std::string python_scientific(double value, int precision);
-std::string add_suffixes(const std::string& text, const std::vector<std::string>& suffixes, int indent, int linewidth);
-std::vector<std::string> repr_suffixes(const Device& device, Dtype dtype, IntList sizes, const std::string& grad_fn,
-                                       bool requires_grad);
-std::string render_floating(const std::vector<double>& values, IntList sizes, const PrintOptions& options, int indent);
-std::string render_integral(const std::vector<int64_t>& values, IntList sizes, bool boolean,
-                            const PrintOptions& options, int indent);
-}  // namespace detail
-
 namespace {
 
 std::mutex& options_mutex() {
