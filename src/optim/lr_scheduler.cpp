@@ -7,14 +7,6 @@
 
 #include "core/check.h"
 
-// PyTorch computes these scalars in Python, which never fuses a*b+c into one rounding; -march=native
-// would let the compiler emit FMAs and drift from PyTorch's floats by an ulp.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
-
 namespace ember::optim {
 namespace {
 

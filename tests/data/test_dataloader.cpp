@@ -2,6 +2,8 @@
 // exact resume from a saved (epoch, position).
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -28,14 +30,7 @@ using ember::data::DataLoaderState;
 using ember::data::Example;
 using namespace std::chrono_literals;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ember::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ember_test::error_of;
 
 /// Sample i is (data = i as float, target = i), so a batch shows which samples it holds. It counts
 /// get_batch calls and can be made slow or made to fail at one index.

@@ -2,6 +2,8 @@
 // the file for every way a file can be broken.
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include <cstring>
 #include <functional>
 #include <string>
@@ -23,14 +25,7 @@ using ember_test::starts_with;
 using ember_test::write_gzip;
 using ember_test::write_plain;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ember::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ember_test::error_of;
 
 Bytes bytes_of(const Tensor& t) {
   const uint8_t* p = t.data_ptr<uint8_t>();

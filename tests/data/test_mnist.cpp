@@ -2,6 +2,8 @@
 // Debian's dataset-fashion-mnist package is installed.
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -23,14 +25,7 @@ using ember_test::ScratchDir;
 using ember_test::write_gzip;
 using ember_test::write_plain;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ember::Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ember_test::error_of;
 
 // Image i has every pixel equal to (i * 37 + pixel) % 256 and label i % 10.
 Bytes image_bytes(uint32_t count) {

@@ -1,6 +1,8 @@
 // Front-end semantics of element-wise ops: promotion, broadcasting, scalars, errors.
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -17,14 +19,7 @@ std::vector<double> values(const Tensor& t) {
   return std::vector<double>(p, p + c.numel());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ember_test::error_of;
 
 TEST(Promotion, TensorsPromoteLikePyTorch) {
   EXPECT_EQ((ones({2}, kFloat32) + ones({2}, kFloat64)).dtype(), kFloat64);

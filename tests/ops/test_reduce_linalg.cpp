@@ -1,6 +1,8 @@
 // Front-end semantics of reductions, matrix products, joining, indexing and softmax.
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -17,14 +19,7 @@ std::vector<double> values(const Tensor& t) {
   return std::vector<double>(p, p + c.numel());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using ember_test::error_of;
 
 TEST(Reduce, SumMeanProdOverDims) {
   Tensor x = arange(6, kFloat32).view({2, 3});
