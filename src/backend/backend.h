@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ember/device.h"
 #include "ember/dtype.h"
@@ -61,6 +62,29 @@ struct RandomArgs {
   double b = 1.0;  // uniform: high; normal: std;   randint: high (exclusive)
 };
 
+/// A 2-D convolution's geometry, [height, width] pairs as in torch.nn.functional.conv2d.
+struct Conv2dArgs {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+
+enum class PoolKind : uint8_t { Max, Avg, AdaptiveAvg };
+
+/// A 2-D pooling window. For AdaptiveAvg only `kind` matters: the windows follow from the input
+/// and output sizes (start = floor(i*in/out), end = ceil((i+1)*in/out)), as in PyTorch.
+struct Pool2dArgs {
+  PoolKind kind = PoolKind::Max;
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};  // Max only
+  bool ceil_mode = false;
+  bool count_include_pad = true;  // Avg only
+  int64_t divisor_override = 0;   // Avg only; 0 means none
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -103,6 +127,28 @@ class Backend {
   /// Softmax (or log-softmax) along the last dimension of a contiguous x.
   virtual void softmax(const TensorView& x, const TensorView& out, bool log) = 0;
 
+  /// out[N,Cout,Ho,Wo] = conv(x[N,Cin,H,W], weight[Cout,Cin/groups,kH,kW]) + bias[Cout]. All views
+  /// contiguous and of one floating dtype; bias.data is null when there is no bias. The front end
+  /// has checked the geometry and computed out's sizes.
+  virtual void conv2d(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out,
+                      const Conv2dArgs& args) = 0;
+  /// The gradients of conv2d with respect to x, weight and bias for grad_out (all contiguous).
+  /// A gradient view whose data is null is not wanted and is left alone; the others are
+  /// overwritten (not accumulated into). x (or weight) may have null data when no wanted
+  /// gradient needs it: grad_x needs only weight, grad_weight only x.
+  virtual void conv2d_backward(const TensorView& grad_out, const TensorView& x, const TensorView& weight,
+                               const Conv2dArgs& args, const TensorView& grad_x, const TensorView& grad_weight,
+                               const TensorView& grad_bias) = 0;
+
+  /// out[N,C,Ho,Wo] pools x[N,C,H,W] (contiguous, floating). For Max, `indices` (int64, shaped
+  /// like out) receives the flat position h*W+w of each maximum within its plane, as PyTorch's
+  /// return_indices gives it; a NaN in a window wins, as in PyTorch.
+  virtual void pool2d(const TensorView& x, const TensorView& out, const TensorView& indices,
+                      const Pool2dArgs& args) = 0;
+  /// grad_x (contiguous, overwritten) from grad_out; Max uses `indices` from pool2d.
+  virtual void pool2d_backward(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
+                               const Pool2dArgs& args) = 0;
+
   // Indexing along `dim`. index is int64.
   virtual void index_select(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) = 0;
   virtual void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) = 0;
@@ -113,6 +159,10 @@ class Backend {
   virtual void random(const TensorView& out, const RandomArgs& args) = 0;
   virtual void randperm(const TensorView& out) = 0;
   virtual void manual_seed(uint64_t seed) = 0;
+  /// The default generator's complete state, in this backend's own byte layout, and its inverse;
+  /// set_rng_state throws ember::Error when the bytes are not a state this backend wrote.
+  virtual std::vector<uint8_t> rng_state() = 0;
+  virtual void set_rng_state(std::span<const uint8_t> state) = 0;
 };
 
 /// The backend for a device type, or nullptr when this build has none.

@@ -1,7 +1,10 @@
 #pragma once
 /// Everything of ember::nn: Module, the layers, the losses, functional and init.
+#include "ember/nn/batchnorm.h"
+#include "ember/nn/conv.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
 #include "ember/nn/loss.h"
 #include "ember/nn/module.h"
 #include "ember/nn/modules.h"
+#include "ember/nn/pooling.h"

@@ -4,6 +4,7 @@
 //   elementwise.cpp  unary, binary, where, clamp
 //   reduce.cpp       reductions                   softmax.cpp      softmax, log_softmax
 //   matmul.cpp       matrix products (BLAS)       indexing.cpp     index_select, gather, scatter_add
+//   conv.cpp         2-D convolution              pool.cpp         2-D max/average pooling
 //   random.cpp       the default generator
 #include "backend/backend.h"
 
@@ -29,10 +30,19 @@ class CpuBackend final : public Backend {
   void clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, bool has_lo, bool has_hi,
              const TensorView& out) override;
 
-  void reduce(ReduceOp op, const TensorView& x, int64_t reduced_dims, const TensorView& out,
-              const TensorView& indices, int64_t correction) override;
+  void reduce(ReduceOp op, const TensorView& x, int64_t reduced_dims, const TensorView& out, const TensorView& indices,
+              int64_t correction) override;
   void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
   void softmax(const TensorView& x, const TensorView& out, bool log) override;
+
+  void conv2d(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out,
+              const Conv2dArgs& args) override;
+  void conv2d_backward(const TensorView& grad_out, const TensorView& x, const TensorView& weight,
+                       const Conv2dArgs& args, const TensorView& grad_x, const TensorView& grad_weight,
+                       const TensorView& grad_bias) override;
+  void pool2d(const TensorView& x, const TensorView& out, const TensorView& indices, const Pool2dArgs& args) override;
+  void pool2d_backward(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
+                       const Pool2dArgs& args) override;
 
   void index_select(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
@@ -41,6 +51,8 @@ class CpuBackend final : public Backend {
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;
+  std::vector<uint8_t> rng_state() override;
+  void set_rng_state(std::span<const uint8_t> state) override;
 };
 
 /// The process-wide CPU backend.

@@ -1,0 +1,98 @@
+#pragma once
+/// 2-D convolution: ember::nn::functional::conv2d (torch.nn.functional.conv2d) and the
+/// ember::nn::Conv2d layer (torch.nn.Conv2d), with PyTorch's semantics, messages and initialisation.
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "ember/nn/module.h"
+#include "ember/tensor.h"
+
+namespace ember::nn {
+
+namespace functional {
+
+/// Cross-correlation of input [N, C, H, W] (or unbatched [C, H, W]) with weight
+/// [out_channels, C / groups, kH, kW], plus bias [out_channels] when defined. stride, padding and
+/// dilation are one value for both dimensions or a [height, width] pair. The result records one
+/// autograd node, ConvolutionBackward0 (first-order gradients only).
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = {1},
+              IntList padding = {0}, IntList dilation = {1}, int64_t groups = 1);
+
+namespace detail {
+Tensor conv2d_padding_string(const Tensor& input, const Tensor& weight, const Tensor& bias, IntList stride,
+                             std::string_view padding, IntList dilation, int64_t groups);
+}  // namespace detail
+
+/// A string naming a padding mode. Overloads take it as a constrained template so that a braced
+/// list such as {0}, which could also build a std::string, still picks the numeric overload.
+template <typename S>
+concept PaddingString = std::convertible_to<const S&, std::string_view>;
+
+/// conv2d with padding "valid" (none) or "same" (output as large as the input; stride must be 1).
+/// When "same" needs an odd total padding, the extra row/column goes at the bottom/right, as in
+/// PyTorch.
+template <PaddingString String>
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntList stride, const String& padding,
+              IntList dilation = {1}, int64_t groups = 1) {
+  return detail::conv2d_padding_string(input, weight, bias, stride, std::string_view(padding), dilation, groups);
+}
+
+}  // namespace functional
+
+/// A [height, width] pair written as one number for both (3) or as a braced list ({3} or {3, 5}).
+class Size2d {
+ public:
+  Size2d(int64_t both) : values_{both, both}, count_(1) {}  // NOLINT(google-explicit-constructor)
+  Size2d(std::initializer_list<int64_t> list);              // one or two values; checked by the user
+  int64_t operator[](size_t i) const { return values_[i]; }
+  size_t count() const { return count_; }  // how many values were given (0..2, or 3 for "too many")
+
+ private:
+  int64_t values_[2] = {0, 0};
+  size_t count_ = 0;
+};
+
+/// Conv2d's padding: a Size2d, or the string "valid" or "same".
+class Conv2dPadding {
+ public:
+  Conv2dPadding(int64_t both) : size_(both) {}                         // NOLINT(google-explicit-constructor)
+  Conv2dPadding(std::initializer_list<int64_t> list) : size_(list) {}  // NOLINT(google-explicit-constructor)
+  Conv2dPadding(Size2d size) : size_(size) {}                          // NOLINT(google-explicit-constructor)
+  template <functional::PaddingString String>
+  Conv2dPadding(const String& mode) : size_(0), mode_(std::string_view(mode)) {}  // NOLINT(google-explicit-constructor)
+
+  const Size2d& size() const { return size_; }
+  /// "valid" or "same" when given as a string, otherwise empty.
+  const std::string& mode() const { return mode_; }
+
+ private:
+  Size2d size_;
+  std::string mode_;
+};
+
+/// torch.nn.Conv2d. weight [out_channels, in_channels / groups, kH, kW] and bias [out_channels]
+/// start as PyTorch's do: kaiming_uniform_(a = √5) for weight, then uniform(±1/√fan_in) for bias,
+/// drawn in that order from ember's generator, so the same manual_seed gives PyTorch's values.
+///   nn::Conv2d(1, 32, 3);                        // 3x3, stride 1, no padding
+///   nn::Conv2d(32, 64, {3, 5}, 2, {1, 2});       // kernel 3x5, stride 2, padding 1 and 2
+///   nn::Conv2d(16, 16, 3, 1, "same", 1, 4);      // depth 16, groups 4, output as large as input
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, Size2d kernel_size, Size2d stride = 1, Conv2dPadding padding = 0,
+         Size2d dilation = 1, int64_t groups = 1, bool bias = true);
+  std::string name() const override { return "Conv2d"; }
+  Tensor forward(const Tensor& input) override;
+  /// Redraws weight then bias from the global generator, as PyTorch's reset_parameters().
+  void reset_parameters();
+
+  int64_t in_channels, out_channels;
+  int64_t kernel_size[2], stride[2], padding[2], dilation[2];
+  std::string padding_string;  // "valid" or "same" when padding was given as a string, else empty
+  int64_t groups;
+  Tensor weight, bias;  // bias is undefined when built without one
+};
+
+}  // namespace ember::nn
