@@ -47,5 +47,42 @@ expect "unknown flag" 2 stderr "--frobnicate" -- "$ember" --frobnicate
 expect "unknown flag of devices" 2 stderr "--frobnicate" -- "$ember" devices --frobnicate
 expect "two subcommands" 2 stderr "devices" -- "$ember" devices devices
 
+# train and eval: usage mistakes and bad input.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+expect "train --help" 0 stdout "--optimizer" -- "$ember" train --help
+expect "train: bad --progress" 2 stderr "--progress" -- "$ember" train --progress sideways
+expect "train: bad --lr" 2 stderr "--lr" -- "$ember" train --lr fast
+expect "train: unknown model" 1 stderr "^error: --model 'resnet' is not one of: mlp, cnn" -- "$ember" train --model resnet
+expect "train: missing data" 1 stderr "^error: .*/nonexistent" -- "$ember" train --data /nonexistent --out "$scratch/x"
+expect "train: --resume with --lr" 1 stderr "^error: --lr cannot be combined with --resume" -- "$ember" train --resume "$scratch" --lr 1
+expect "train: --resume of no run" 1 stderr "^error: .*config.json" -- "$ember" train --resume "$scratch/none"
+expect "eval: no run" 1 stderr "^error: .*config.json" -- "$ember" eval "$scratch/none"
+expect "eval: RUN_DIR required" 2 stderr "RUN_DIR" -- "$ember" eval
+
+# Ctrl-C: the first SIGINT saves a checkpoint and exits with 130; --resume then finishes the run.
+data=/usr/share/datasets/fashion-mnist
+if [[ -e $data/train-images-idx3-ubyte || -e $data/train-images-idx3-ubyte.gz ]]; then
+  run="$scratch/run"
+  "$ember" train --limit 12800 --epochs 2 --out "$run" --progress lines --threads 1 >"$scratch/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 100); do grep -q "run dir" "$scratch/log" && break; sleep 0.1; done
+  sleep 1
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+  checks=$((checks + 1))
+  if [[ $rc -eq 130 && -f $run/checkpoint.safetensors ]] && grep -q "resume with: ember train --resume" "$scratch/log"; then
+    echo "ok   Ctrl-C saves a checkpoint"
+  else
+    failures=$((failures + 1))
+    echo "FAIL Ctrl-C saves a checkpoint: exit code $rc"; cat "$scratch/log"
+  fi
+  expect "train --resume finishes the run" 0 stdout "^done: best test accuracy" -- "$ember" train --resume "$run" --progress quiet
+  expect "eval of the run" 0 stdout "^test accuracy [0-9.]+% \([0-9]+/10000\)" -- "$ember" eval "$run"
+else
+  echo "skip Ctrl-C and eval checks: Fashion-MNIST is not installed in $data"
+fi
+
 echo "$((checks - failures)) passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -2,18 +2,25 @@
 // the action to run; actions run only after the whole command line parsed, outside CLI11, so that
 // one place turns ember::Error into "error: ..." and exit code 1, and usage errors into exit code 2.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ember/ember.h"
+#include "train/models.h"
+#include "train/trainer.h"
 
 namespace {
 
 constexpr int kExitUsage = 2;
+// What shells report for a process ended by Ctrl-C; `ember train` returns it after saving.
+constexpr int kExitInterrupted = 130;
 
 struct Subcommand {
   CLI::App* parser;
@@ -69,12 +76,79 @@ Subcommand add_devices(CLI::App& app) {
   return {parser, run_devices};
 }
 
+// Options of `ember train` that --resume takes from the run's config.json instead.
+const std::vector<std::string> kFixedByRun = {"--model",      "--optimizer", "--lr",   "--momentum", "--scheduler",
+                                              "--batch-size", "--seed",      "--data", "--limit",    "--out"};
+
+Subcommand add_train(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("train", "Train a network on Fashion-MNIST (or another MNIST-format data set)");
+  auto options = std::make_shared<ember::train::TrainOptions>();
+  auto resume = std::make_shared<std::string>();
+  auto progress = std::make_shared<std::string>("auto");
+  cmd->add_option("--model", options->model, "Network: mlp (PyTorch quickstart) or cnn (pytorch/examples MNIST)")
+      ->capture_default_str();
+  cmd->add_option("--optimizer", options->optimizer, "sgd, adam, adamw or adadelta [mlp: adam, cnn: adadelta]");
+  cmd->add_option("--lr", options->lr, "Learning rate [adam/adamw: 1e-3, sgd: 1e-2, adadelta: 1.0]");
+  cmd->add_option("--momentum", options->momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--scheduler", options->scheduler,
+                  "Learning-rate schedule per epoch: none, step (x0.7), cosine [adam/adamw: cosine, "
+                  "adadelta: step, sgd: none]");
+  cmd->add_option("--batch-size", options->batch_size, "Training batch size [64]");
+  cmd->add_option("--epochs", options->epochs, "Epochs [mlp: 10, cnn: 3]; with --resume, may raise the run's");
+  cmd->add_option("--seed", options->seed, "Seed for initialisation, shuffling and dropout")->capture_default_str();
+  cmd->add_option("--data", options->data, "Folder with the four IDX files [/usr/share/datasets/fashion-mnist]");
+  cmd->add_option("--limit", options->limit, "Train on the first N training images only");
+  cmd->add_option("--out", options->out, "Run directory [runs/<date>-<time>]");
+  cmd->add_option("--resume", *resume, "Continue the run in this directory from its last checkpoint");
+  cmd->add_option("--device", options->device, "cpu, cuda, cuda:N, mps [the best available]");
+  cmd->add_option("--threads", options->threads, "CPU threads [all cores, or OMP_NUM_THREADS]");
+  cmd->add_option("--progress", *progress, "auto, bar, lines or quiet")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "quiet"}))
+      ->capture_default_str();
+  auto run = [cmd, options, resume, progress]() {
+    using ember::train::ProgressStyle;
+    options->progress = *progress == "bar"     ? ProgressStyle::Bar
+                        : *progress == "lines" ? ProgressStyle::Lines
+                        : *progress == "quiet" ? ProgressStyle::Quiet
+                                               : ProgressStyle::Auto;
+    ember::train::TrainResult result;
+    if (!resume->empty()) {
+      for (const std::string& flag : kFixedByRun) {
+        if (cmd->count(flag) > 0)
+          throw ember::Error(flag + " cannot be combined with --resume: the run keeps the settings in its config.json");
+      }
+      result = ember::train::resume(*resume, *options, std::cout);
+    } else {
+      result = ember::train::train(*options, std::cout);
+    }
+    return result.interrupted ? kExitInterrupted : 0;
+  };
+  return {cmd, run};
+}
+
+Subcommand add_eval(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("eval", "Print the test accuracy of a run's best weights");
+  auto run_dir = std::make_shared<std::string>();
+  auto data = std::make_shared<std::optional<std::string>>();
+  auto device = std::make_shared<std::optional<std::string>>();
+  cmd->add_option("RUN_DIR", *run_dir, "A directory written by `ember train`")->required();
+  cmd->add_option("--data", *data, "Folder with the IDX files [the one the run was trained on]");
+  cmd->add_option("--device", *device, "cpu, cuda, cuda:N, mps [the best available]");
+  auto run = [run_dir, data, device]() {
+    const ember::train::EvalResult r = ember::train::evaluate_run(*run_dir, *data, *device);
+    std::printf("test accuracy %.2f%% (%lld/%lld), test loss %.4f\n", 100 * r.accuracy(),
+                static_cast<long long>(r.correct), static_cast<long long>(r.total), r.loss);
+    return 0;
+  };
+  return {cmd, run};
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"ember: a C++20 deep-learning library and trainer", "ember"};
   app.set_version_flag("--version", std::string("ember ") + ember::kVersion, "Print the version and exit");
   app.require_subcommand(0, 1);
 
-  const std::vector<Subcommand> subcommands = {add_devices(app)};
+  const std::vector<Subcommand> subcommands = {add_devices(app), add_train(app), add_eval(app)};
 
   try {
     app.parse(argc, argv);

@@ -10,6 +10,7 @@ packages=(
   libdnnl-dev libopenblas-openmp-dev           # matrix products (oneDNN float32, OpenBLAS float64), OpenMP builds
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
   libcli11-dev                                 # the `ember` command-line tool
+  libcairo2-dev fonts-dejavu-core              # curves.png of `ember train` (drawn with cairo)
   nlohmann-json3-dev zlib1g-dev                # configuration files and compressed data sets
   dataset-fashion-mnist                        # the data set the trainer uses
 )

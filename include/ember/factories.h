@@ -80,5 +80,10 @@ Tensor scalar_tensor(const Scalar& value, const TensorOptions& options = {});
 void manual_seed(uint64_t seed);
 /// The seed the CPU generator was last seeded with.
 uint64_t initial_seed();
+/// The CPU generator's whole state as a uint8 tensor (as torch.get_rng_state; the byte layout
+/// is ember's own), and its inverse: after set_rng_state(s) the generator draws what it drew
+/// after get_rng_state() returned s. A tensor that is not such a state is an ember::Error.
+Tensor get_rng_state();
+void set_rng_state(const Tensor& state);
 
 }  // namespace ember

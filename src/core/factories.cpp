@@ -1,6 +1,7 @@
 // Factories: tensors from data, filled tensors, ranges and random tensors.
 #include "ember/factories.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -62,25 +63,38 @@ Tensor from_scalars(const std::vector<Scalar>& values, IntList sizes, const Tens
 
 Tensor from_scalar_list(const std::vector<Scalar>& values, IntList sizes, Dtype dtype, const TensorOptions& options) {
   switch (dtype) {
-    case Dtype::Bool: return from_scalars<bool>(values, sizes, options);
-    case Dtype::UInt8: return from_scalars<uint8_t>(values, sizes, options);
-    case Dtype::Int8: return from_scalars<int8_t>(values, sizes, options);
-    case Dtype::Int16: return from_scalars<int16_t>(values, sizes, options);
-    case Dtype::Int32: return from_scalars<int32_t>(values, sizes, options);
-    case Dtype::Int64: return from_scalars<int64_t>(values, sizes, options);
-    case Dtype::Float16: return from_scalars<Half>(values, sizes, options);
-    case Dtype::BFloat16: return from_scalars<BFloat16>(values, sizes, options);
-    case Dtype::Float32: return from_scalars<float>(values, sizes, options);
-    case Dtype::Float64: return from_scalars<double>(values, sizes, options);
+    case Dtype::Bool:
+      return from_scalars<bool>(values, sizes, options);
+    case Dtype::UInt8:
+      return from_scalars<uint8_t>(values, sizes, options);
+    case Dtype::Int8:
+      return from_scalars<int8_t>(values, sizes, options);
+    case Dtype::Int16:
+      return from_scalars<int16_t>(values, sizes, options);
+    case Dtype::Int32:
+      return from_scalars<int32_t>(values, sizes, options);
+    case Dtype::Int64:
+      return from_scalars<int64_t>(values, sizes, options);
+    case Dtype::Float16:
+      return from_scalars<Half>(values, sizes, options);
+    case Dtype::BFloat16:
+      return from_scalars<BFloat16>(values, sizes, options);
+    case Dtype::Float32:
+      return from_scalars<float>(values, sizes, options);
+    case Dtype::Float64:
+      return from_scalars<double>(values, sizes, options);
   }
   detail::fail("tensor(): unknown dtype");
 }
 
 Dtype dtype_for_kind(Scalar::Kind kind) {
   switch (kind) {
-    case Scalar::Kind::Bool: return kBool;
-    case Scalar::Kind::Int: return kInt64;
-    case Scalar::Kind::Float: return kFloat32;
+    case Scalar::Kind::Bool:
+      return kBool;
+    case Scalar::Kind::Int:
+      return kInt64;
+    case Scalar::Kind::Float:
+      return kFloat32;
   }
   return kFloat32;
 }
@@ -279,5 +293,21 @@ void manual_seed(uint64_t seed) {
 }
 
 uint64_t initial_seed() { return cpu::cpu_initial_seed(); }
+
+Tensor get_rng_state() {
+  const std::vector<uint8_t> bytes = cpu::cpu_backend().rng_state();
+  Tensor state = empty({static_cast<int64_t>(bytes.size())}, kUInt8);
+  std::copy(bytes.begin(), bytes.end(), state.data_ptr<uint8_t>());
+  return state;
+}
+
+void set_rng_state(const Tensor& state) {
+  detail::check_defined(state, "set_rng_state");
+  EMBER_CHECK(state.dtype() == kUInt8 && state.dim() == 1 && state.device().is_cpu(),
+              "set_rng_state: expected a 1-D uint8 CPU tensor from get_rng_state(), got ",
+              scalar_type_name(state.dtype()), " ", detail::shape_str(state.sizes()), " on ", state.device().str());
+  const Tensor bytes = state.contiguous();
+  cpu::cpu_backend().set_rng_state({bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())});
+}
 
 }  // namespace ember

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -20,6 +19,7 @@
 
 #include "core/check.h"
 #include "ember/factories.h"
+#include "ember/io/atomic_file.h"
 
 namespace ember::io {
 
@@ -270,73 +270,6 @@ std::vector<std::pair<const std::string*, const Tensor*>> items_of(const std::ma
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// Owns a file descriptor; also removes the temporary file unless the save went through.
-class TempFile {
- public:
-  TempFile(std::string path, std::string context) : path_(std::move(path)), context_(std::move(context)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd_ < 0)
-      detail::fail(context_, ": cannot create the temporary file ", quote_bounded(path_), ": ", errno_text(errno));
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-
-  void write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      // Linux transfers at most about 2 GiB per call.
-      const ssize_t w = ::write(fd_, p, std::min<size_t>(n, size_t{1} << 30));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        detail::fail(context_, ": cannot write ", quote_bounded(path_), ": ", errno_text(errno));
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-  }
-
-  void sync_and_close() {
-    if (::fsync(fd_) != 0)
-      detail::fail(context_, ": cannot flush ", quote_bounded(path_), " to disk: ", errno_text(errno));
-    const int fd = fd_;
-    fd_ = -1;
-    // close() can report a deferred write error (NFS, quota), which would otherwise be lost.
-    if (::close(fd) != 0) detail::fail(context_, ": cannot close ", quote_bounded(path_), ": ", errno_text(errno));
-  }
-
-  void rename_to(const std::string& dest) {
-    if (::rename(path_.c_str(), dest.c_str()) != 0)
-      detail::fail(context_, ": cannot move the temporary file ", quote_bounded(path_),
-                   " into place: ", errno_text(errno));
-    committed_ = true;
-  }
-
- private:
-  std::string path_;
-  std::string context_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
-// After a rename, the new directory entry is durable only once the directory itself is synced.
-void sync_directory(const std::filesystem::path& file, const std::string& context) {
-  std::filesystem::path dir = file.parent_path();
-  if (dir.empty()) dir = ".";
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    detail::fail(context, ": cannot open the folder ", quote_bounded(dir.string()), " to sync it: ", errno_text(errno));
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  // Some file systems cannot sync a directory at all; there is nothing more to do on those.
-  if (rc != 0 && err != EINVAL && err != ENOTSUP)
-    detail::fail(context, ": cannot sync the folder ", quote_bounded(dir.string()), ": ", errno_text(err));
-}
-
 void save_items(const std::filesystem::path& path,
                 const std::vector<std::pair<const std::string*, const Tensor*>>& items,
                 const SafetensorsMetadata& metadata) {
@@ -345,14 +278,9 @@ void save_items(const std::filesystem::path& path,
   EMBER_CHECK(!dest.empty(), "save_safetensors: the path is empty");
   // Everything that can be checked is checked before the disk is touched.
   const WritePlan plan = plan_write(items, metadata, context);
-  // A per-process counter keeps concurrent saves from two threads apart.
-  static std::atomic<uint64_t> counter{0};
-  const std::string tmp = concat(dest, ".tmp-", ::getpid(), "-", counter.fetch_add(1));
-  TempFile file(tmp, context);
+  AtomicFileWriter file(path, context);
   emit_file(plan, [&](const void* data, size_t n) { file.write(data, n); });
-  file.sync_and_close();
-  file.rename_to(dest);
-  sync_directory(path, context);
+  file.commit();
 }
 
 std::vector<uint8_t> save_items_to_bytes(const std::vector<std::pair<const std::string*, const Tensor*>>& items,

@@ -2,12 +2,16 @@
 // draws it, so that for the same seed rand, randint and randperm give PyTorch's numbers, and
 // randn gives them for fewer than 16 elements (larger randn uses PyTorch's Box–Muller layout in
 // scalar code; PyTorch's AVX2 path may differ from it in the last bits).
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <numbers>
 #include <optional>
 #include <random>
+#include <sstream>
+#include <string>
+#include <string_view>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
@@ -61,7 +65,34 @@ class CpuGenerator {
   }
   std::mutex& mutex() { return mutex_; }
 
+  // The state as text: a tag, the seed, the Mersenne Twister as the standard library streams it
+  // (its 624 words and position) and the cached normal. Text keeps it independent of the
+  // library's member layout; the tag lets set_state refuse bytes from anything else.
+  std::string state() const {
+    std::ostringstream out;
+    out << kStateTag << ' ' << seed_ << ' ' << engine_ << ' ' << (next_normal_ ? 1 : 0) << ' ';
+    if (next_normal_) out << std::bit_cast<uint64_t>(*next_normal_);
+    return out.str();
+  }
+  void set_state(std::string_view text) {
+    std::istringstream in{std::string(text)};
+    std::string tag;
+    uint64_t seed = 0;
+    std::mt19937 engine;
+    int has_normal = 0;
+    uint64_t normal_bits = 0;
+    in >> tag >> seed >> engine >> has_normal;
+    if (has_normal == 1) in >> normal_bits;
+    EMBER_CHECK(in && tag == kStateTag && (has_normal == 0 || has_normal == 1),
+                "set_rng_state: not a CPU generator state saved by ember (expected one from get_rng_state())");
+    seed_ = seed;
+    engine_ = engine;
+    next_normal_.reset();
+    if (has_normal == 1) next_normal_ = std::bit_cast<double>(normal_bits);
+  }
+
  private:
+  static constexpr const char* kStateTag = "ember-cpu-mt19937-v1";
   std::mt19937 engine_;
   uint64_t seed_ = 0;
   std::optional<double> next_normal_;
@@ -166,6 +197,19 @@ void CpuBackend::manual_seed(uint64_t seed) {
   CpuGenerator& g = generator();
   std::lock_guard lock(g.mutex());
   g.seed(seed);
+}
+
+std::vector<uint8_t> CpuBackend::rng_state() {
+  CpuGenerator& g = generator();
+  std::lock_guard lock(g.mutex());
+  const std::string text = g.state();
+  return {text.begin(), text.end()};
+}
+
+void CpuBackend::set_rng_state(std::span<const uint8_t> state) {
+  CpuGenerator& g = generator();
+  std::lock_guard lock(g.mutex());
+  g.set_state(std::string_view(reinterpret_cast<const char*>(state.data()), state.size()));
 }
 
 uint64_t cpu_initial_seed() { return generator().initial_seed(); }

@@ -1,0 +1,113 @@
+// Checkpoints as safetensors files: tensors under prefixes, everything else as JSON metadata.
+#include "ember/io/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "core/check.h"
+#include "ember/io/safetensors.h"
+
+namespace ember::io {
+
+namespace {
+
+constexpr std::string_view kFormat = "ember-checkpoint";
+constexpr int kVersion = 1;
+constexpr std::string_view kModelPrefix = "model.";
+constexpr std::string_view kOptimizerPrefix = "optimizer.";
+constexpr std::string_view kRngName = "rng.cpu";
+
+// Doubles round-trip exactly through nlohmann's shortest representation, which is what makes a
+// resumed run bit-identical (learning rates, betas and scheduler counters are doubles).
+std::string to_json(const std::map<std::string, double>& numbers) { return nlohmann::json(numbers).dump(); }
+
+std::map<std::string, double> numbers_from(const SafetensorsMetadata& metadata, const std::string& key,
+                                           const std::filesystem::path& path) {
+  auto it = metadata.find(key);
+  EMBER_CHECK(it != metadata.end(), "checkpoint '", path.string(), "' has no \"", key, "\" entry (truncated or not ",
+              "written by ember?)");
+  try {
+    return nlohmann::json::parse(it->second).get<std::map<std::string, double>>();
+  } catch (const nlohmann::json::exception& e) {
+    detail::fail("checkpoint '", path.string(), "': entry \"", key, "\" is not a JSON object of numbers (", e.what(),
+                 ")");
+  }
+}
+
+int64_t integer_from(const SafetensorsMetadata& metadata, const std::string& key, const std::filesystem::path& path) {
+  auto it = metadata.find(key);
+  EMBER_CHECK(it != metadata.end(), "checkpoint '", path.string(), "' has no \"", key, "\" entry");
+  try {
+    size_t used = 0;
+    const int64_t value = std::stoll(it->second, &used);
+    if (used == it->second.size()) return value;
+  } catch (const std::exception&) {
+  }
+  detail::fail("checkpoint '", path.string(), "': entry \"", key, "\" is not an integer: '", it->second, "'");
+}
+
+}  // namespace
+
+void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint) {
+  NamedTensors tensors;
+  for (const auto& [key, value] : checkpoint.model) tensors.emplace_back(std::string(kModelPrefix) + key, value);
+  for (const auto& [key, value] : checkpoint.optimizer.tensors)
+    tensors.emplace_back(std::string(kOptimizerPrefix) + key, value);
+  if (checkpoint.rng.defined()) tensors.emplace_back(std::string(kRngName), checkpoint.rng);
+
+  SafetensorsMetadata metadata;
+  metadata["format"] = std::string(kFormat);
+  metadata["version"] = std::to_string(kVersion);
+  metadata["optimizer"] = to_json(checkpoint.optimizer.numbers);
+  metadata["scheduler"] = to_json(checkpoint.scheduler);
+  metadata["loader.epoch"] = std::to_string(checkpoint.loader.epoch);
+  metadata["loader.position"] = std::to_string(checkpoint.loader.position);
+  metadata["epoch"] = std::to_string(checkpoint.epoch);
+  metadata["step"] = std::to_string(checkpoint.step);
+  metadata["extra"] = nlohmann::json(checkpoint.extra).dump();
+  save_safetensors(path, tensors, metadata);
+}
+
+Checkpoint load_checkpoint(const std::filesystem::path& path) {
+  SafetensorsData data = load_safetensors(path);
+  const SafetensorsMetadata& metadata = data.metadata;
+  auto format = metadata.find("format");
+  EMBER_CHECK(format != metadata.end() && format->second == kFormat, "'", path.string(),
+              "' is a safetensors file but not an ember checkpoint (no \"format\": \"", kFormat,
+              "\" metadata); to load bare weights use io::load_safetensors");
+  const int64_t version = integer_from(metadata, "version", path);
+  EMBER_CHECK(version == kVersion, "checkpoint '", path.string(), "' has format version ", version,
+              ", this ember reads version ", kVersion);
+
+  Checkpoint checkpoint;
+  for (auto& [name, tensor] : data.tensors) {
+    std::string_view key = name;
+    if (key.starts_with(kModelPrefix)) {
+      checkpoint.model.insert(std::string(key.substr(kModelPrefix.size())), tensor);
+    } else if (key.starts_with(kOptimizerPrefix)) {
+      checkpoint.optimizer.tensors[std::string(key.substr(kOptimizerPrefix.size()))] = tensor;
+    } else if (key == kRngName) {
+      checkpoint.rng = tensor;
+    } else {
+      detail::fail("checkpoint '", path.string(), "' holds an unexpected tensor '", name, "'");
+    }
+  }
+  checkpoint.optimizer.numbers = numbers_from(metadata, "optimizer", path);
+  checkpoint.scheduler = numbers_from(metadata, "scheduler", path);
+  checkpoint.loader.epoch = integer_from(metadata, "loader.epoch", path);
+  checkpoint.loader.position = integer_from(metadata, "loader.position", path);
+  checkpoint.epoch = integer_from(metadata, "epoch", path);
+  checkpoint.step = integer_from(metadata, "step", path);
+  auto extra = metadata.find("extra");
+  if (extra != metadata.end()) {
+    try {
+      checkpoint.extra = nlohmann::json::parse(extra->second).get<std::map<std::string, std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+      detail::fail("checkpoint '", path.string(), "': entry \"extra\" is not a JSON object of strings (", e.what(),
+                   ")");
+    }
+  }
+  return checkpoint;
+}
+
+}  // namespace ember::io

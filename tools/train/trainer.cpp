@@ -1,0 +1,469 @@
+#include "train/trainer.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "ember/ember.h"
+#include "ember/io/atomic_file.h"
+#include "ember/io/tensorboard.h"
+#include "train/curves.h"
+#include "train/models.h"
+#include "train/progress.h"
+#include "train/run_files.h"
+
+namespace ember::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kCheckpointFile = "checkpoint.safetensors";
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kConfigFile = "config.json";
+constexpr int64_t kTestBatch = 1000;
+
+// ---- Ctrl-C: the first one asks the loop to stop after the current step and save a checkpoint;
+// SA_RESETHAND restores the default action, so a second Ctrl-C ends the process at once. ----
+
+std::atomic<bool> g_interrupt_requested{false};
+
+extern "C" void on_interrupt(int) { g_interrupt_requested.store(true); }
+
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    g_interrupt_requested.store(false);
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    installed_ = ::sigaction(SIGINT, &action, &previous_) == 0;
+  }
+  ~InterruptHandler() {
+    if (installed_) ::sigaction(SIGINT, &previous_, nullptr);
+  }
+  InterruptHandler(const InterruptHandler&) = delete;
+  InterruptHandler& operator=(const InterruptHandler&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+  bool installed_ = false;
+};
+
+// ---- choices ----
+
+void check_choice(const std::string& flag, const std::string& value, std::initializer_list<const char*> choices) {
+  std::string list;
+  for (const char* c : choices) {
+    if (value == c) return;
+    list += list.empty() ? c : std::string(", ") + c;
+  }
+  throw Error(flag + " '" + value + "' is not one of: " + list);
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& c, std::vector<Tensor> params) {
+  if (c.optimizer == "sgd")
+    return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = c.lr, .momentum = c.momentum});
+  if (c.optimizer == "adam") return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr});
+  if (c.optimizer == "adamw") return std::make_unique<optim::AdamW>(std::move(params), optim::AdamWOptions{.lr = c.lr});
+  return std::make_unique<optim::Adadelta>(std::move(params), optim::AdadeltaOptions{.lr = c.lr});
+}
+
+std::unique_ptr<optim::LRScheduler> make_scheduler(const RunConfig& c, optim::Optimizer& optimizer) {
+  if (c.scheduler == "cosine") return std::make_unique<optim::CosineAnnealingLR>(optimizer, c.epochs);
+  if (c.scheduler == "step") return std::make_unique<optim::StepLR>(optimizer, 1, 0.7);
+  return nullptr;
+}
+
+struct ChosenDevice {
+  Device device;
+  std::string why;
+};
+
+ChosenDevice choose_device(const std::optional<std::string>& requested) {
+  if (requested && !requested->empty()) {
+    const Device device(*requested);
+    empty({0}, device);  // an unusable device fails here, with the reason
+    return {device, "set by --device"};
+  }
+  const Device device = best_device();
+  if (std::getenv("EMBER_DEVICE") != nullptr) return {device, "set by EMBER_DEVICE"};
+  if (device.is_cpu()) {
+    std::string why = "best available; CUDA: " + cuda::unavailable_reason();
+    return {device, why};
+  }
+  return {device, "best available"};
+}
+
+std::string default_run_dir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  std::ostringstream name;
+  name << "runs/" << std::put_time(&local, "%Y%m%d-%H%M%S");
+  std::filesystem::path dir = name.str();
+  for (int n = 2; std::filesystem::exists(dir); ++n) dir = name.str() + "-" + std::to_string(n);
+  return dir;
+}
+
+int64_t count_parameters(const nn::Module& model) {
+  int64_t n = 0;
+  for (const Tensor& p : model.parameters()) n += p.numel();
+  return n;
+}
+
+io::NamedTensors named(const nn::StateDict& state) {
+  io::NamedTensors tensors;
+  for (const auto& [key, value] : state) tensors.emplace_back(key, value);
+  return tensors;
+}
+
+std::string data_dir(const std::string& data) { return data.empty() ? std::string(data::kFashionMnistDir) : data; }
+
+EvalResult evaluate(nn::Module& model, const std::shared_ptr<const data::MNIST>& test_set, Device device) {
+  NoGradGuard no_grad;
+  model.eval();
+  data::DataLoader loader(test_set, {.batch_size = kTestBatch, .prefetch = 1});
+  EvalResult result;
+  for (data::Batch& batch : loader) {
+    const Tensor x = batch.data.to(device);
+    const Tensor y = batch.target.to(device);
+    const Tensor logits = model.forward(x);
+    result.loss += nn::functional::cross_entropy(logits, y, nn::Reduction::Sum).item<double>();
+    result.correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+    result.total += y.size(0);
+  }
+  if (result.total > 0) result.loss /= static_cast<double>(result.total);
+  return result;
+}
+
+// ---- one invocation of train() or resume() ----
+
+class Session {
+ public:
+  Session(RunConfig config, std::filesystem::path dir, const TrainOptions& runtime, std::ostream& out)
+      : config_(std::move(config)), dir_(std::move(dir)), runtime_(runtime), out_(out) {}
+
+  TrainResult run(const io::Checkpoint* checkpoint);
+
+ private:
+  void build();
+  void restore(const io::Checkpoint& checkpoint);
+  void print_banner(bool resumed) const;
+  void save_checkpoint();
+  void finish_epoch(double train_seconds);
+
+  RunConfig config_;
+  std::filesystem::path dir_;
+  const TrainOptions& runtime_;
+  std::ostream& out_;
+
+  ChosenDevice device_{Device("cpu"), ""};
+  std::shared_ptr<const data::MNIST> train_set_, test_set_;
+  std::shared_ptr<nn::Module> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::LRScheduler> scheduler_;
+  std::unique_ptr<data::DataLoader> loader_;
+  std::unique_ptr<io::SummaryWriter> events_;
+
+  std::vector<EpochMetrics> history_;
+  double best_accuracy_ = -1;
+  int64_t global_step_ = 0;
+  // The epoch in progress: sums since its start, carried through a checkpoint taken mid-epoch.
+  double epoch_loss_sum_ = 0;
+  int64_t epoch_samples_ = 0;
+  double epoch_seconds_before_ = 0;
+};
+
+void Session::build() {
+  device_ = choose_device(runtime_.device);
+  if (runtime_.threads > 0) set_num_threads(runtime_.threads);
+  const std::string root = data_dir(config_.data);
+  train_set_ = std::make_shared<data::MNIST>(root, data::MNIST::Split::Train, config_.limit);
+  test_set_ = std::make_shared<data::MNIST>(root, data::MNIST::Split::Test);
+  manual_seed(config_.seed);
+  model_ = make_model(config_.model);
+  model_->to(device_.device);
+  optimizer_ = make_optimizer(config_, model_->parameters());
+  scheduler_ = make_scheduler(config_, *optimizer_);
+  loader_ = std::make_unique<data::DataLoader>(
+      train_set_, data::DataLoaderOptions{.batch_size = config_.batch_size, .shuffle = true, .seed = config_.seed});
+}
+
+void Session::restore(const io::Checkpoint& checkpoint) {
+  model_->load_state_dict(checkpoint.model);
+  optimizer_->load_state_dict(checkpoint.optimizer);
+  if (scheduler_) scheduler_->load_state_dict(checkpoint.scheduler);
+  if (checkpoint.rng.defined()) set_rng_state(checkpoint.rng);
+  loader_->set_state(checkpoint.loader);
+  global_step_ = checkpoint.step;
+  auto extra = [&](const char* key) -> const std::string& {
+    auto it = checkpoint.extra.find(key);
+    if (it == checkpoint.extra.end()) throw Error(std::string("the checkpoint has no '") + key + "' entry");
+    return it->second;
+  };
+  history_ = history_from_json(extra("history"));
+  best_accuracy_ = std::stod(extra("best_accuracy"));
+  epoch_loss_sum_ = std::stod(extra("epoch_loss_sum"));
+  epoch_samples_ = std::stoll(extra("epoch_samples"));
+  epoch_seconds_before_ = std::stod(extra("epoch_seconds"));
+}
+
+// Doubles as text that reads back to the same bits.
+std::string exact(double value) {
+  std::ostringstream s;
+  s << std::setprecision(17) << value;
+  return s.str();
+}
+
+void Session::save_checkpoint() {
+  io::Checkpoint checkpoint;
+  checkpoint.model = model_->state_dict();
+  checkpoint.optimizer = optimizer_->state_dict();
+  if (scheduler_) checkpoint.scheduler = scheduler_->state_dict();
+  checkpoint.rng = get_rng_state();
+  checkpoint.loader = loader_->state();
+  checkpoint.epoch = loader_->state().epoch;
+  checkpoint.step = global_step_;
+  checkpoint.extra["history"] = history_to_json(history_);
+  checkpoint.extra["best_accuracy"] = exact(best_accuracy_);
+  checkpoint.extra["epoch_loss_sum"] = exact(epoch_loss_sum_);
+  checkpoint.extra["epoch_samples"] = std::to_string(epoch_samples_);
+  checkpoint.extra["epoch_seconds"] = exact(epoch_seconds_before_);
+  io::save_checkpoint(dir_ / kCheckpointFile, checkpoint);
+}
+
+void Session::print_banner(bool resumed) const {
+  const int64_t params = count_parameters(*model_);
+  out_ << "ember " << kVersion << (resumed ? " — resuming " : " — training ") << config_.model << " on "
+       << data_dir(config_.data) << "\n"
+       << "  device     " << device_.device << " (" << device_.why << ")";
+  if (device_.device.is_cpu()) out_ << ", " << get_num_threads() << " threads";
+  out_ << "\n"
+       << "  model      " << config_.model << ", " << Progress::format_count(static_cast<double>(params))
+       << " parameters\n"
+       << "  data       " << Progress::format_count(static_cast<double>(train_set_->size())) << " training, "
+       << Progress::format_count(static_cast<double>(test_set_->size())) << " test images\n"
+       << "  recipe     " << config_.optimizer << " lr " << config_.lr;
+  if (config_.optimizer == "sgd" && config_.momentum != 0) out_ << " momentum " << config_.momentum;
+  out_ << ", " << config_.scheduler << " schedule, batch " << config_.batch_size << ", " << config_.epochs
+       << " epochs, seed " << config_.seed << "\n"
+       << "  run dir    " << dir_.string() << "\n";
+  out_.flush();
+}
+
+void Session::finish_epoch(double train_seconds) {
+  const int64_t epoch = static_cast<int64_t>(history_.size()) + 1;
+  const EvalResult test = evaluate(*model_, test_set_, device_.device);
+  EpochMetrics m;
+  m.epoch = epoch;
+  m.train_loss = epoch_samples_ > 0 ? epoch_loss_sum_ / static_cast<double>(epoch_samples_) : 0;
+  m.test_loss = test.loss;
+  m.test_accuracy = test.accuracy();
+  m.train_seconds = train_seconds;
+  m.samples_per_second = train_seconds > 0 ? static_cast<double>(epoch_samples_) / train_seconds : 0;
+  m.lr = optimizer_->param_groups().front().lr();
+  history_.push_back(m);
+
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "epoch %lld/%lld  train_loss %.4f  test_loss %.4f  test_accuracy %.2f%%  (%.1f s, %s samples/s)",
+                static_cast<long long>(epoch), static_cast<long long>(config_.epochs), m.train_loss, m.test_loss,
+                100 * m.test_accuracy, train_seconds, Progress::format_count(m.samples_per_second).c_str());
+  out_ << line;
+  if (m.test_accuracy > best_accuracy_) {
+    best_accuracy_ = m.test_accuracy;
+    io::save_safetensors(dir_ / kModelFile, named(model_->state_dict()));
+    out_ << "  best so far, saved";
+  }
+  out_ << "\n" << std::flush;
+
+  events_->add_scalar("train/loss", m.train_loss, epoch);
+  events_->add_scalar("test/loss", m.test_loss, epoch);
+  events_->add_scalar("test/accuracy", m.test_accuracy, epoch);
+  events_->add_scalar("lr", m.lr, epoch);
+  events_->flush();
+
+  if (scheduler_) scheduler_->step();
+  epoch_loss_sum_ = 0;
+  epoch_samples_ = 0;
+  epoch_seconds_before_ = 0;
+  save_checkpoint();
+  io::write_file_atomically(dir_ / "metrics.csv", metrics_csv(history_));
+  std::vector<EpochPoint> points;
+  for (const EpochMetrics& h : history_) points.push_back({h.epoch, h.train_loss, h.test_loss, 100 * h.test_accuracy});
+  std::ostringstream title;
+  title << "ember train: " << config_.model << ", " << config_.optimizer << " lr " << config_.lr << ", batch "
+        << config_.batch_size;
+  write_curves_png(dir_ / "curves.png", points, title.str());
+}
+
+TrainResult Session::run(const io::Checkpoint* checkpoint) {
+  build();
+  if (checkpoint) restore(*checkpoint);
+  std::filesystem::create_directories(dir_);
+  io::write_file_atomically(dir_ / kConfigFile,
+                            config_to_json(config_, device_.device.str(), count_parameters(*model_)));
+  events_ = std::make_unique<io::SummaryWriter>(dir_);
+  InterruptHandler interrupt_handler;
+  print_banner(checkpoint != nullptr);
+
+  TrainResult result;
+  result.run_dir = dir_;
+  Progress progress(out_, runtime_.progress);
+  int64_t steps_here = 0;
+  const int64_t steps_per_epoch = loader_->batches_per_epoch();
+
+  while (static_cast<int64_t>(history_.size()) < config_.epochs) {
+    model_->train();
+    const int64_t epoch = static_cast<int64_t>(history_.size()) + 1;
+    const int64_t first_step = loader_->state().position;
+    progress.start_epoch(epoch, config_.epochs, steps_per_epoch, first_step);
+    const auto start = Clock::now();
+    int64_t step = first_step;
+    bool stop = false;
+    for (data::Batch& batch : *loader_) {
+      const Tensor x = batch.data.to(device_.device);
+      const Tensor y = batch.target.to(device_.device);
+      const Tensor loss = nn::functional::cross_entropy(model_->forward(x), y);
+      optimizer_->zero_grad();
+      loss.backward();
+      optimizer_->step();
+      // Reading the loss waits for the step; on the CPU that costs nothing.
+      epoch_loss_sum_ += loss.item<double>() * static_cast<double>(y.size(0));
+      epoch_samples_ += y.size(0);
+      ++step;
+      ++global_step_;
+      ++steps_here;
+      progress.update(step, epoch_loss_sum_ / static_cast<double>(epoch_samples_), epoch_samples_);
+      if (g_interrupt_requested.load() || (runtime_.stop_after_steps > 0 && steps_here >= runtime_.stop_after_steps)) {
+        stop = true;
+        break;
+      }
+    }
+    const double seconds = epoch_seconds_before_ + std::chrono::duration<double>(Clock::now() - start).count();
+    progress.finish_epoch();
+    if (stop) {
+      // Stopped on the epoch's last step, the loader stands at the epoch's end: a resumed run
+      // then finds no batch left and finishes the epoch (evaluation, files) as usual.
+      epoch_seconds_before_ = seconds;
+      save_checkpoint();
+      out_ << "interrupted in epoch " << epoch << " after step " << step << "/" << steps_per_epoch
+           << ": checkpoint saved to " << (dir_ / kCheckpointFile).string() << "\n"
+           << "resume with: ember train --resume " << dir_.string() << "\n"
+           << std::flush;
+      result.interrupted = true;
+      break;
+    }
+    finish_epoch(seconds);
+  }
+  result.epochs_completed = static_cast<int64_t>(history_.size());
+  result.best_accuracy = std::max(best_accuracy_, 0.0);
+  result.last_accuracy = history_.empty() ? 0 : history_.back().test_accuracy;
+  if (!result.interrupted) {
+    out_ << "done: best test accuracy " << std::fixed << std::setprecision(2) << 100 * result.best_accuracy
+         << "%; weights in " << (dir_ / kModelFile).string() << "\n"
+         << std::defaultfloat << std::flush;
+  }
+  return result;
+}
+
+}  // namespace
+
+RunConfig resolve(const TrainOptions& o) {
+  const auto& names = model_names();
+  if (std::find(names.begin(), names.end(), o.model) == names.end()) check_choice("--model", o.model, {"mlp", "cnn"});
+  const bool cnn = o.model == "cnn";
+  RunConfig c;
+  c.model = o.model;
+  c.optimizer = o.optimizer.value_or(cnn ? "adadelta" : "adam");
+  check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "adadelta"});
+  c.lr = o.lr.value_or(c.optimizer == "adadelta" ? 1.0 : c.optimizer == "sgd" ? 1e-2 : 1e-3);
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) throw Error("--lr must be a positive number, got " + std::to_string(c.lr));
+  c.momentum = o.momentum;
+  if (!(c.momentum >= 0) || !std::isfinite(c.momentum))
+    throw Error("--momentum must be a non-negative number, got " + std::to_string(c.momentum));
+  if (c.momentum != 0 && c.optimizer != "sgd") throw Error("--momentum applies to --optimizer sgd only");
+  const char* default_scheduler = c.optimizer == "sgd" ? "none" : c.optimizer == "adadelta" ? "step" : "cosine";
+  c.scheduler = o.scheduler.value_or(default_scheduler);
+  check_choice("--scheduler", c.scheduler, {"none", "step", "cosine"});
+  c.batch_size = o.batch_size.value_or(64);
+  if (c.batch_size < 1) throw Error("--batch-size must be at least 1, got " + std::to_string(c.batch_size));
+  c.epochs = o.epochs.value_or(cnn ? 3 : 10);
+  if (c.epochs < 1) throw Error("--epochs must be at least 1, got " + std::to_string(c.epochs));
+  c.seed = o.seed;
+  c.data = data_dir(o.data);
+  c.limit = o.limit;
+  if (c.limit && *c.limit < 1) throw Error("--limit must be at least 1, got " + std::to_string(*c.limit));
+  return c;
+}
+
+TrainResult train(const TrainOptions& options, std::ostream& out) {
+  const RunConfig config = resolve(options);
+  const std::filesystem::path dir = options.out.empty() ? std::filesystem::path(default_run_dir()) : options.out;
+  if (std::filesystem::exists(dir / kCheckpointFile) || std::filesystem::exists(dir / kModelFile) ||
+      std::filesystem::exists(dir / kConfigFile)) {
+    throw Error("'" + dir.string() + "' already holds a run; continue it with `ember train --resume " + dir.string() +
+                "` or choose another --out");
+  }
+  if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir))
+    throw Error("--out '" + dir.string() + "' exists and is not a folder");
+  Session session(config, dir, options, out);
+  return session.run(nullptr);
+}
+
+TrainResult resume(const std::filesystem::path& run_dir, const TrainOptions& options, std::ostream& out) {
+  RunConfig config = read_config(run_dir / kConfigFile);
+  const std::filesystem::path checkpoint_path = run_dir / kCheckpointFile;
+  if (!std::filesystem::exists(checkpoint_path))
+    throw Error("'" + run_dir.string() + "' has no " + kCheckpointFile +
+                ": the run saved none, so there is nothing to resume");
+  const io::Checkpoint checkpoint = io::load_checkpoint(checkpoint_path);
+  // The loader's epoch counts the epochs finished (a checkpoint taken mid-epoch is in the next).
+  const int64_t done = checkpoint.loader.epoch;
+  if (options.epochs) {
+    if (*options.epochs < done)
+      throw Error("--epochs " + std::to_string(*options.epochs) + " is fewer than the " + std::to_string(done) +
+                  " epochs the run has already completed");
+    if (*options.epochs != config.epochs && config.scheduler == "cosine")
+      throw Error("--epochs cannot change a run with a cosine schedule: its learning rates depend on the total");
+    config.epochs = *options.epochs;
+  }
+  if (done >= config.epochs) {
+    out << "'" << run_dir.string() << "' has already completed its " << config.epochs
+        << " epochs; raise --epochs to train further\n";
+    TrainResult result;
+    result.run_dir = run_dir;
+    result.epochs_completed = done;
+    return result;
+  }
+  Session session(config, run_dir, options, out);
+  return session.run(&checkpoint);
+}
+
+EvalResult evaluate_run(const std::filesystem::path& run_dir, const std::optional<std::string>& data,
+                        const std::optional<std::string>& device) {
+  const RunConfig config = read_config(run_dir / kConfigFile);
+  const std::filesystem::path weights = run_dir / kModelFile;
+  if (!std::filesystem::exists(weights))
+    throw Error("'" + run_dir.string() + "' has no " + kModelFile + ": the run finished no epoch yet");
+  const ChosenDevice chosen = choose_device(device);
+  auto test_set = std::make_shared<data::MNIST>(data ? *data : std::string(config.data), data::MNIST::Split::Test);
+  std::shared_ptr<nn::Module> model = make_model(config.model);
+  nn::StateDict state;
+  for (auto& [name, tensor] : io::load_safetensors(weights).tensors) state.insert(name, tensor);
+  model->load_state_dict(state);
+  model->to(chosen.device);
+  return evaluate(*model, test_set, chosen.device);
+}
+
+}  // namespace ember::train
