@@ -94,7 +94,7 @@ Subcommand add_train(CLI::App& app) {
                   "Learning-rate schedule per epoch: none, step (x0.7), cosine [adam/adamw: cosine, "
                   "adadelta: step, sgd: none]");
   cmd->add_option("--batch-size", options->batch_size, "Training batch size [64]");
-  cmd->add_option("--epochs", options->epochs, "Epochs [mlp: 10, cnn: 3]; with --resume, may raise the run's");
+  cmd->add_option("--epochs", options->epochs, "Epochs [mlp: 10, cnn: 5]; with --resume, may raise the run's");
   cmd->add_option("--seed", options->seed, "Seed for initialisation, shuffling and dropout")->capture_default_str();
   cmd->add_option("--data", options->data, "Folder with the four IDX files [/usr/share/datasets/fashion-mnist]");
   cmd->add_option("--limit", options->limit, "Train on the first N training images only");

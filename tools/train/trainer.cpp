@@ -398,7 +398,7 @@ RunConfig resolve(const TrainOptions& o) {
   check_choice("--scheduler", c.scheduler, {"none", "step", "cosine"});
   c.batch_size = o.batch_size.value_or(64);
   if (c.batch_size < 1) throw Error("--batch-size must be at least 1, got " + std::to_string(c.batch_size));
-  c.epochs = o.epochs.value_or(cnn ? 3 : 10);
+  c.epochs = o.epochs.value_or(cnn ? 5 : 10);
   if (c.epochs < 1) throw Error("--epochs must be at least 1, got " + std::to_string(c.epochs));
   c.seed = o.seed;
   c.data = data_dir(o.data);

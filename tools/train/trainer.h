@@ -59,7 +59,7 @@ struct RunConfig {
 /// Fills in the model's recipe for what `options` leaves unset and checks every value; a bad
 /// value is an ember::Error naming the flag.
 ///   mlp: adam, lr 1e-3, cosine schedule, batch 64, 10 epochs
-///   cnn: adadelta, lr 1.0, step schedule (×0.7 per epoch, as pytorch/examples), batch 64, 3 epochs
+///   cnn: adadelta, lr 1.0, step schedule (×0.7 per epoch, as pytorch/examples), batch 64, 5 epochs
 /// The scheduler defaults to none for sgd, so the quickstart recipe runs as PyTorch's does.
 RunConfig resolve(const TrainOptions& options);
 
