@@ -13,12 +13,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "ember/ember.h"
 #include "ember/nn/conv.h"
+#include "ratio_reporter.h"
 
 namespace {
 
@@ -66,37 +66,6 @@ void bench_conv(benchmark::State& state, Layer layer, const char* path, Pass pas
       benchmark::Counter(1e-9 * forward_flops * passes, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-/// The console table, then im2col / oneDNN per layer and pass from the fastest (or only) time.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  RatioReporter() : ConsoleReporter(OO_Tabular) {}  // no colour codes: the output goes to logs
-
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      const bool single = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
-      const bool fastest = run.run_type == Run::RT_Aggregate && run.aggregate_name == "min";
-      if (!single && !fastest) continue;
-      const std::string& name = run.run_name.function_name;  // "<path>/<layer>/<pass>"
-      const size_t slash = name.find('/');
-      times_[name.substr(slash + 1)][name.substr(0, slash)] = run.GetAdjustedRealTime();
-    }
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    const char* threads = std::getenv("OMP_NUM_THREADS");
-    std::printf("\nim2col / onednn time (OMP_NUM_THREADS=%s)\n", threads ? threads : "unset");
-    for (const auto& [what, by_path] : times_) {
-      auto im2col = by_path.find("im2col"), onednn = by_path.find("onednn");
-      if (im2col == by_path.end() || onednn == by_path.end()) continue;
-      std::printf("  %-36s %.3f\n", what.c_str(), im2col->second / onednn->second);
-    }
-  }
-
- private:
-  std::map<std::string, std::map<std::string, double>> times_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,7 +83,8 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  RatioReporter reporter;
+  // The path choice in conv.cpp rests on these ratios, from the fastest repetition.
+  ember_bench::RatioReporter reporter("im2col / onednn time", "im2col", "onednn", "min", 36);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "ember/ember.h"
+#include "ratio_reporter.h"
 
 namespace {
 
@@ -69,37 +69,6 @@ void bench_blas(benchmark::State& state, Shape s) {
   set_flops(state, s);
 }
 
-/// The console table, then "ember / BLAS" per shape from the median (or only) real time.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  RatioReporter() : ConsoleReporter(OO_Tabular) {}  // no colour codes: the output goes to logs
-
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      const bool single = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
-      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
-      if (!single && !median) continue;
-      const std::string& name = run.run_name.function_name;  // "<impl>/<shape>"
-      const size_t slash = name.find('/');
-      times_[name.substr(slash + 1)][name.substr(0, slash)] = run.GetAdjustedRealTime();
-    }
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    const char* threads = std::getenv("OMP_NUM_THREADS");
-    std::printf("\nember / BLAS (OMP_NUM_THREADS=%s)\n", threads ? threads : "unset");
-    for (const auto& [shape, by_impl] : times_) {
-      auto ember_it = by_impl.find("ember_matmul"), blas_it = by_impl.find("dnnl_sgemm");
-      if (ember_it == by_impl.end() || blas_it == by_impl.end()) continue;
-      std::printf("  %-20s %.3f\n", shape.c_str(), ember_it->second / blas_it->second);
-    }
-  }
-
- private:
-  std::map<std::string, std::map<std::string, double>> times_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,7 +78,7 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  RatioReporter reporter;
+  ember_bench::RatioReporter reporter("ember / BLAS", "ember_matmul", "dnnl_sgemm", "median", 20);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

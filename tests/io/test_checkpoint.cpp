@@ -8,18 +8,13 @@
 
 #include "ember/ember.h"
 #include "support/error_of.h"
+#include "support/temp_dir.h"
 
 namespace {
 
 using namespace ember;
 using ember_test::error_of;
-
-std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("ember_checkpoint_test_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+using ember_test::TempDir;
 
 // 96 samples of 6 features in 3 classes, held in memory.
 class ToyDataset : public data::Dataset {
@@ -110,7 +105,7 @@ void expect_bitwise_equal(const nn::StateDict& a, const nn::StateDict& b) {
 
 TEST(Checkpoint, ResumingMidEpochIsBitExact) {
   auto dataset = std::make_shared<ToyDataset>();
-  const auto dir = scratch_dir("exact");
+  const TempDir dir("checkpoint_exact");
   // 10 batches per epoch: 27 steps cross two epoch ends and two StepLR changes; 13 stops mid-epoch.
   constexpr int64_t kSteps = 27, kHalf = 13;
 
@@ -138,7 +133,6 @@ TEST(Checkpoint, ResumingMidEpochIsBitExact) {
   const auto a = straight.optimizer->state_dict(), b = second.optimizer->state_dict();
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
   for (const auto& [key, value] : a.tensors) EXPECT_TRUE(equal(value, b.tensors.at(key))) << key;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Checkpoint, RngStateRoundTripsIncludingTheCachedNormal) {
@@ -159,7 +153,7 @@ TEST(Checkpoint, BadRngStatesAreRefused) {
 }
 
 TEST(Checkpoint, ModelTensorsAreReadableAsPlainSafetensors) {
-  const auto dir = scratch_dir("plain");
+  const TempDir dir("checkpoint_plain");
   io::Checkpoint c;
   c.model.insert("fc.weight", ones({2, 3}));
   c.optimizer.tensors["state.0.momentum_buffer"] = zeros({2, 3});
@@ -172,11 +166,10 @@ TEST(Checkpoint, ModelTensorsAreReadableAsPlainSafetensors) {
   const io::Checkpoint back = io::load_checkpoint(dir / "c.safetensors");
   EXPECT_EQ(back.optimizer.numbers.at("param_groups.0.lr"), 0.1);
   EXPECT_FALSE(back.rng.defined());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Checkpoint, ForeignTruncatedAndMissingFilesAreErrors) {
-  const auto dir = scratch_dir("bad");
+  const TempDir dir("checkpoint_bad");
   io::save_safetensors(dir / "weights.safetensors", io::NamedTensors{{"w", ones({2})}});
   EXPECT_NE(error_of([&] { io::load_checkpoint(dir / "weights.safetensors"); }).find("not an ember checkpoint"),
             std::string::npos);
@@ -191,11 +184,10 @@ TEST(Checkpoint, ForeignTruncatedAndMissingFilesAreErrors) {
 
   EXPECT_NE(error_of([&] { io::load_checkpoint(dir / "nope.safetensors"); }).find("nope.safetensors"),
             std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Checkpoint, AFailedSaveKeepsThePreviousCheckpoint) {
-  const auto dir = scratch_dir("keep");
+  const TempDir dir("checkpoint_keep");
   io::Checkpoint good;
   good.model.insert("w", full({3}, 2.0));
   good.step = 41;
@@ -207,8 +199,7 @@ TEST(Checkpoint, AFailedSaveKeepsThePreviousCheckpoint) {
   EXPECT_EQ(back.step, 41);
   EXPECT_TRUE(equal(back.model.at("w"), full({3}, 2.0)));
   // Only the checkpoint is there: no temporary file was left behind.
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
-  std::filesystem::remove_all(dir);
+  EXPECT_EQ(dir.entries().size(), 1u);
 }
 
 }  // namespace

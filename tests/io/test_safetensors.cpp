@@ -21,8 +21,13 @@
 
 #include "ember/ember.h"
 #include "ember/io/safetensors.h"
+#include "support/error_of.h"
+#include "support/temp_dir.h"
 
 namespace {
+
+using ember_test::error_of;
+using ember_test::TempDir;
 
 using namespace ember;
 using namespace ember::io;
@@ -66,41 +71,6 @@ std::string st_file(std::string_view json, std::string_view data = "", std::opti
   out += data;
   return out;
 }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no ember::Error thrown>";
-}
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("ember_safetensors_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path path_;
-};
 
 void expect_same_tensor(const Tensor& actual, const Tensor& expected, const std::string& name) {
   SCOPED_TRACE(name);
@@ -161,7 +131,7 @@ const SafetensorsMetadata kStateDictMetadata = {{"note", "ember \"golden\" \\ ü
 // ---- round trips ----
 
 TEST(Safetensors, RoundTripEveryDtypeThroughAFile) {
-  TempDir dir;
+  TempDir dir("safetensors");
   NamedTensors tensors = {
       {"bool", arange(12).reshape({3, 4}) > 5},
       {"u8", arange(200, 212, 1, kUInt8)},
@@ -232,7 +202,7 @@ TEST(Safetensors, EmptyMetadataWritesNoMetadataKey) {
 }
 
 TEST(Safetensors, InMemoryVariantsMatchTheFile) {
-  TempDir dir;
+  TempDir dir("safetensors");
   const NamedTensors tensors = golden_all_dtypes();
   const std::vector<uint8_t> bytes = save_safetensors_to_bytes(tensors, {{"format", "pt"}});
   save_safetensors(dir / "f.safetensors", tensors, {{"format", "pt"}});
@@ -324,7 +294,7 @@ TEST(SafetensorsGolden, WriterIsByteIdenticalToTheReference) {
 // ---- what the writer refuses ----
 
 TEST(Safetensors, WriterRejectsBadInputBeforeTouchingTheDisk) {
-  TempDir dir;
+  TempDir dir("safetensors");
   const fs::path path = dir / "w.safetensors";
   struct Case {
     NamedTensors tensors;
@@ -473,7 +443,7 @@ TEST(SafetensorsHostile, EveryMalformedFileIsAnErrorNamingTheSourceAndTheProblem
 }
 
 TEST(SafetensorsHostile, FilesOnDiskGiveTheSameErrorsWithThePath) {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::vector<HostileCase> cases = hostile_cases();
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].what);
@@ -516,7 +486,7 @@ TEST(SafetensorsHostile, HugeNamesAreCutShortInMessages) {
 }
 
 TEST(SafetensorsHostile, NotARegularFileOrMissing) {
-  TempDir dir;
+  TempDir dir("safetensors");
   EXPECT_NE(error_of([&] { load_safetensors(dir.path()); }).find("not a regular file"), std::string::npos);
   const std::string missing = error_of([&] { load_safetensors(dir / "missing.safetensors"); });
   EXPECT_NE(missing.find("missing.safetensors"), std::string::npos);
@@ -550,7 +520,7 @@ TEST(SafetensorsHostile, TruncationsAndByteFlipsNeverCrash) {
 // ---- atomic saves ----
 
 TEST(SafetensorsAtomic, OverwritingReplacesTheFileAndLeavesNoTemporary) {
-  TempDir dir;
+  TempDir dir("safetensors");
   const fs::path path = dir / "model.safetensors";
   save_safetensors(path, NamedTensors{{"w", zeros({3})}});
   save_safetensors(path, NamedTensors{{"w", ones({4}, kFloat64)}});
@@ -559,7 +529,7 @@ TEST(SafetensorsAtomic, OverwritingReplacesTheFileAndLeavesNoTemporary) {
 }
 
 TEST(SafetensorsAtomic, ParentThatIsAFileIsAnErrorWithThePathAndReason) {
-  TempDir dir;
+  TempDir dir("safetensors");
   write_file(dir / "not_a_dir", "plain file");
   const fs::path path = dir / "not_a_dir" / "model.safetensors";
   const std::string msg = error_of([&] { save_safetensors(path, NamedTensors{{"w", zeros({3})}}); });
@@ -569,7 +539,7 @@ TEST(SafetensorsAtomic, ParentThatIsAFileIsAnErrorWithThePathAndReason) {
 }
 
 TEST(SafetensorsAtomic, FailedRenameRemovesTheTemporaryFile) {
-  TempDir dir;
+  TempDir dir("safetensors");
   fs::create_directories(dir / "occupied" / "child");  // rename() cannot replace a non-empty directory
   const std::string msg = error_of([&] { save_safetensors(dir / "occupied", NamedTensors{{"w", zeros({3})}}); });
   EXPECT_NE(msg.find("cannot move the temporary file"), std::string::npos) << msg;
@@ -580,7 +550,7 @@ TEST(SafetensorsAtomic, FailedRenameRemovesTheTemporaryFile) {
 // A write that fails halfway (here: RLIMIT_FSIZE, which stops writes even for root, like a full
 // disk) must leave the previous file as it was and no temporary file behind.
 TEST(SafetensorsAtomic, WriteFailingHalfwayKeepsThePreviousFile) {
-  TempDir dir;
+  TempDir dir("safetensors");
   const fs::path path = dir / "model.safetensors";
   save_safetensors(path, NamedTensors{{"w", arange(10, kFloat32)}});
   const std::vector<uint8_t> before = read_file(path);

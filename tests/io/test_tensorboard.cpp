@@ -22,8 +22,13 @@
 
 #include "ember/error.h"
 #include "ember/io/tensorboard.h"
+#include "support/error_of.h"
+#include "support/temp_dir.h"
 
 namespace {
+
+using ember_test::error_of;
+using ember_test::TempDir;
 
 using namespace ember;
 using namespace ember::io;
@@ -42,34 +47,6 @@ std::string from_hex(std::string_view hex) {
     out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
   return out;
 }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no ember::Error thrown>";
-}
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("ember_tensorboard_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 // ---- a reader for what the writer produces: TFRecord framing, then the Event fields ----
 
@@ -207,7 +184,7 @@ TEST(Crc32c, MaskedAsTFRecordMasksIt) {
 // ---- SummaryWriter ----
 
 TEST(SummaryWriter, NamesTheFileAsPyTorchDoes) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter a(dir / "run" / "nested");
   SummaryWriter b(dir / "run" / "nested");
   EXPECT_TRUE(fs::is_regular_file(a.file()));
@@ -222,7 +199,7 @@ TEST(SummaryWriter, NamesTheFileAsPyTorchDoes) {
 }
 
 TEST(SummaryWriter, FirstEventCarriesTheFileVersion) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   const double before = static_cast<double>(std::time(nullptr)) - 1;
   fs::path file;
   {
@@ -240,7 +217,7 @@ TEST(SummaryWriter, FirstEventCarriesTheFileVersion) {
 }
 
 TEST(SummaryWriter, ScalarsReadBack) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter w(dir / "run");
   w.add_scalar("loss/train", 2.5, 0, 100.0);
   w.add_scalar("loss/train", 0.1, 1, 101.0);
@@ -282,7 +259,7 @@ TEST(SummaryWriter, ScalarsReadBack) {
 
 // Each scalar event, framing included, matches what tensorboard's protobuf + record writer emit.
 TEST(SummaryWriter, RecordsAreByteIdenticalToTensorBoards) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter w(dir / "run");
   w.add_scalar("loss/train", 0.125, 42, 1700000000.25);
   w.add_scalar("z", 0.0, -1, 2.0);
@@ -299,7 +276,7 @@ TEST(SummaryWriter, RecordsAreByteIdenticalToTensorBoards) {
 
 // The same framing for the version event, with a fixed wall time (tensorboard's bytes again).
 TEST(SummaryWriter, VersionEventLayout) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter w(dir / "run");
   const std::string head = read_file(w.file());
   const std::vector<std::string> records = read_records(head);
@@ -312,14 +289,14 @@ TEST(SummaryWriter, VersionEventLayout) {
 }
 
 TEST(SummaryWriter, EventsReachTheFileBeforeFlush) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter w(dir / "run");
   w.add_scalar("x", 1.0, 1);
   EXPECT_EQ(read_events(w.file()).size(), 2u);  // a running TensorBoard sees it at once
 }
 
 TEST(SummaryWriter, ConcurrentWritersKeepRecordsWhole) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter w(dir / "run");
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
@@ -332,7 +309,7 @@ TEST(SummaryWriter, ConcurrentWritersKeepRecordsWhole) {
 }
 
 TEST(SummaryWriter, MovedWriterKeepsWriting) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter a(dir / "run");
   const fs::path file = a.file();
   SummaryWriter b(std::move(a));
@@ -344,7 +321,7 @@ TEST(SummaryWriter, MovedWriterKeepsWriting) {
 }
 
 TEST(SummaryWriter, BadArgumentsAreErrors) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter w(dir / "run");
   const std::string file = w.file().string();
   std::string msg = error_of([&] { w.add_scalar("", 1.0, 0); });
@@ -364,7 +341,7 @@ TEST(SummaryWriter, BadArgumentsAreErrors) {
 }
 
 TEST(SummaryWriter, UnwritableFolderIsAnError) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   std::ofstream(dir / "a_file") << "not a folder";
   const fs::path log_dir = dir / "a_file" / "run";
   const std::string msg = error_of([&] { SummaryWriter w(log_dir); });
@@ -376,7 +353,7 @@ TEST(SummaryWriter, UnwritableFolderIsAnError) {
 // A failed write (RLIMIT_FSIZE stops writes even for root, as a full disk would) names the file and
 // the reason, and the writer refuses to append after a possibly partial record.
 TEST(SummaryWriter, FailedWriteIsAnErrorAndPoisonsTheWriter) {
-  TempDir dir;
+  TempDir dir("tensorboard");
   SummaryWriter w(dir / "run");
   rlimit old_limit{};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);

@@ -13,42 +13,18 @@
 #include <vector>
 
 #include "ember/error.h"
+#include "support/error_of.h"
+#include "support/temp_dir.h"
 #include "train/curves.h"
 
 namespace {
 
+using ember_test::error_of;
+using ember_test::TempDir;
+
 using namespace ember;
 using namespace ember::train;
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("ember_curves_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-  size_t entry_count() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path_), {})); }
-
- private:
-  fs::path path_;
-};
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no ember::Error thrown>";
-}
 
 std::string head_bytes(const fs::path& p, size_t n) {
   std::ifstream in(p, std::ios::binary);
@@ -106,22 +82,22 @@ void expect_a_drawn_chart(const fs::path& png) {
 }
 
 TEST(Curves, FiveEpochs) {
-  TempDir dir;
+  TempDir dir("curves");
   const fs::path png = dir / "curves.png";
   write_curves_png(png, five_epochs(), "mlp on Fashion-MNIST — SGD lr 0.001");
   expect_a_drawn_chart(png);
-  EXPECT_EQ(dir.entry_count(), 1u);  // no temporary file left behind
+  EXPECT_EQ(dir.entries().size(), 1u);  // no temporary file left behind
 }
 
 TEST(Curves, OneEpochShowsMarkers) {
-  TempDir dir;
+  TempDir dir("curves");
   const fs::path png = dir / "curves.png";
   write_curves_png(png, {{1, 0.5, 0.45, 84.0}}, "one epoch");
   expect_a_drawn_chart(png);
 }
 
 TEST(Curves, ManyEpochsAndOddValues) {
-  TempDir dir;
+  TempDir dir("curves");
   std::vector<EpochPoint> points;
   for (int e = 1; e <= 200; ++e) points.push_back({e, 2.0 / e, 2.2 / e + 0.01, 100.0 - 50.0 / e});
   points[50].test_loss = std::numeric_limits<double>::quiet_NaN();  // a gap, not a failure
@@ -138,17 +114,17 @@ TEST(Curves, ManyEpochsAndOddValues) {
 }
 
 TEST(Curves, ReplacesAnEarlierFile) {
-  TempDir dir;
+  TempDir dir("curves");
   const fs::path png = dir / "curves.png";
   write_curves_png(png, {{1, 0.5, 0.45, 84.0}}, "first");
   const auto first = read_png(png).argb;
   write_curves_png(png, five_epochs(), "second");
   EXPECT_NE(read_png(png).argb, first);
-  EXPECT_EQ(dir.entry_count(), 1u);
+  EXPECT_EQ(dir.entries().size(), 1u);
 }
 
 TEST(Curves, BadInputIsAnError) {
-  TempDir dir;
+  TempDir dir("curves");
   const fs::path missing = dir / "no" / "such" / "folder" / "curves.png";
   std::string msg = error_of([&] { write_curves_png(missing, five_epochs(), "t"); });
   EXPECT_NE(msg.find(missing.string()), std::string::npos) << msg;
@@ -165,11 +141,11 @@ TEST(Curves, BadInputIsAnError) {
   EXPECT_NE(msg.find("cairo"), std::string::npos) << msg;
   EXPECT_NE(msg.find("UTF-8"), std::string::npos) << msg;
   EXPECT_FALSE(fs::exists(png));
-  EXPECT_EQ(dir.entry_count(), 0u);
+  EXPECT_EQ(dir.entries().size(), 0u);
 }
 
 TEST(Curves, ReadPngErrors) {
-  TempDir dir;
+  TempDir dir("curves");
   std::string msg = error_of([&] { read_png(dir / "absent.png"); });
   EXPECT_NE(msg.find("absent.png"), std::string::npos) << msg;
   std::ofstream(dir / "junk.png") << "not a png";

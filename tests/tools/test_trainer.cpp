@@ -10,6 +10,7 @@
 
 #include "ember/ember.h"
 #include "support/error_of.h"
+#include "support/temp_dir.h"
 #include "train/progress.h"
 #include "train/trainer.h"
 
@@ -17,6 +18,7 @@ namespace {
 
 using namespace ember;
 using ember_test::error_of;
+using ember_test::TempDir;
 namespace fs = std::filesystem;
 
 bool have_fashion_mnist() {
@@ -30,12 +32,6 @@ bool have_fashion_mnist() {
   if (!have_fashion_mnist())                                                     \
   GTEST_SKIP() << "Fashion-MNIST is not installed in " << data::kFashionMnistDir \
                << " (Debian package dataset-fashion-mnist; tools/install-deps.sh installs it)"
-
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ember_trainer_test_" + name);
-  fs::remove_all(dir);
-  return dir;
-}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -113,7 +109,8 @@ TEST(TrainOptions, BadValuesNameTheFlag) {
 }
 
 TEST(TrainRun, MissingDataIsAClearErrorAndLeavesNoRunBehind) {
-  const fs::path out = scratch("nodata");
+  const TempDir dir("trainer_nodata");
+  const fs::path out = dir.path();
   train::TrainOptions o;
   o.data = "/nonexistent/fashion";
   o.out = out;
@@ -125,7 +122,8 @@ TEST(TrainRun, MissingDataIsAClearErrorAndLeavesNoRunBehind) {
 
 TEST(TrainRun, EndToEndOnFashionMnist) {
   SKIP_WITHOUT_DATA();
-  const fs::path out = scratch("e2e");
+  const TempDir dir("trainer_e2e");
+  const fs::path out = dir.path();
   train::TrainOptions o;
   o.limit = 9600;  // 150 steps per epoch, 300 in all
   o.epochs = 2;
@@ -171,7 +169,6 @@ TEST(TrainRun, EndToEndOnFashionMnist) {
   // A second run into the same folder is refused rather than overwriting it.
   const std::string again = error_of([&] { train::train(o, log); });
   EXPECT_NE(again.find("already holds a run"), std::string::npos) << again;
-  fs::remove_all(out);
 }
 
 void expect_same_tensors(const fs::path& a, const fs::path& b) {
@@ -187,7 +184,8 @@ void expect_same_tensors(const fs::path& a, const fs::path& b) {
 
 TEST(TrainRun, InterruptedThenResumedEqualsUnbroken) {
   SKIP_WITHOUT_DATA();
-  const fs::path unbroken = scratch("unbroken"), broken = scratch("broken");
+  const TempDir unbroken_dir("trainer_unbroken"), broken_dir("trainer_broken");
+  const fs::path unbroken = unbroken_dir.path(), broken = broken_dir.path();
   train::TrainOptions o;
   o.limit = 640;  // 10 steps per epoch
   o.epochs = 2;
@@ -227,8 +225,6 @@ TEST(TrainRun, InterruptedThenResumedEqualsUnbroken) {
   std::ostringstream done_log;
   EXPECT_EQ(train::resume(broken, again, done_log).epochs_completed, 2);
   EXPECT_NE(done_log.str().find("already completed"), std::string::npos);
-  fs::remove_all(unbroken);
-  fs::remove_all(broken);
 }
 
 TEST(TrainRun, ResumeNeedsARunDirectory) {

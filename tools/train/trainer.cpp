@@ -2,11 +2,11 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 #include <iomanip>
 #include <memory>
 #include <sstream>
@@ -61,12 +61,10 @@ class InterruptHandler {
 
 // ---- choices ----
 
-void check_choice(const std::string& flag, const std::string& value, std::initializer_list<const char*> choices) {
+void check_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
   std::string list;
-  for (const char* c : choices) {
-    if (value == c) return;
-    list += list.empty() ? c : std::string(", ") + c;
-  }
+  for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
   throw Error(flag + " '" + value + "' is not one of: " + list);
 }
 
@@ -380,8 +378,7 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
 }  // namespace
 
 RunConfig resolve(const TrainOptions& o) {
-  const auto& names = model_names();
-  if (std::find(names.begin(), names.end(), o.model) == names.end()) check_choice("--model", o.model, {"mlp", "cnn"});
+  check_choice("--model", o.model, model_names());
   const bool cnn = o.model == "cnn";
   RunConfig c;
   c.model = o.model;
