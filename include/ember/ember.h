@@ -1,6 +1,7 @@
 #pragma once
 /// The umbrella header: everything a program needs to use ember.
 #include "ember/autograd.h"
+#include "ember/cuda.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"

@@ -9,10 +9,10 @@
 namespace ember {
 
 // One name function per op enum, generated from the op lists.
-#define EMBER_NAME_FN(Enum, LIST)       \
-  const char* op_name(Enum op) {        \
+#define EMBER_NAME_FN(Enum, LIST)           \
+  const char* op_name(Enum op) {            \
     switch (op) { LIST(EMBER_CASE_##Enum) } \
-    return "?";                         \
+    return "?";                             \
   }
 #define EMBER_CASE_UnaryOp(name, str) \
   case UnaryOp::name:                 \
@@ -62,7 +62,8 @@ bool TensorView::is_contiguous() const {
 
 TensorView view_of(const Tensor& t) {
   const detail::TensorImpl& impl = t.impl();
-  return TensorView{impl.data(), impl.sizes, impl.strides, impl.dtype};
+  const Device device = impl.storage->device();
+  return TensorView{impl.data(), impl.sizes, impl.strides, impl.dtype, device.has_index() ? device.index() : 0};
 }
 
 }  // namespace ember

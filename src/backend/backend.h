@@ -42,6 +42,7 @@ struct TensorView {
   Dims sizes;
   Dims strides;  // in elements
   Dtype dtype = kFloat32;
+  int device_index = 0;  // which device of the backend's type holds the data (cuda:N)
 
   int64_t ndim() const { return static_cast<int64_t>(sizes.size()); }
   int64_t numel() const;

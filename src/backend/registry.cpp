@@ -6,6 +6,10 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "core/check.h"
+#include "ember/cuda.h"
+#if defined(EMBER_HAVE_CUDA)
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace ember {
 namespace {
@@ -14,7 +18,9 @@ std::array<Backend*, kNumDeviceTypes> g_backends{};
 
 void register_builtin_backends() {
   register_backend(DeviceType::CPU, &cpu::cpu_backend());
-  // The CUDA backend registers here once it exists (see docs/ARCHITECTURE.md).
+#if defined(EMBER_HAVE_CUDA)
+  register_backend(DeviceType::CUDA, &cuda_impl::cuda_backend());
+#endif
 }
 
 void ensure_registered() {
@@ -33,7 +39,7 @@ Backend* find_backend(DeviceType type) {
 
 Device normalize_device(Device device) {
   if (device.is_cpu()) return Device(DeviceType::CPU);
-  if (!device.has_index()) return Device(device.type(), 0);  // the current device; ember has no set_device yet
+  if (!device.has_index()) return Device(device.type(), device.is_cuda() ? cuda::current_device() : 0);
   return device;
 }
 
@@ -42,20 +48,20 @@ Backend& backend_for(Device device) {
     case DeviceType::CPU:
       return *find_backend(DeviceType::CPU);
     case DeviceType::CUDA: {
-      EMBER_CHECK(cuda::is_available(), "Cannot use device '", device, "': CUDA is not available: ",
-                  cuda::unavailable_reason(), ". Use ember::best_device() to fall back to the CPU.");
+      EMBER_CHECK(cuda::is_available(), "Cannot use device '", device,
+                  "': CUDA is not available: ", cuda::unavailable_reason(),
+                  ". Use ember::best_device() to fall back to the CPU.");
       int index = device.has_index() ? device.index() : 0;
       EMBER_CHECK(index < cuda::device_count(), "CUDA error: invalid device ordinal (device '", device,
                   "' requested, but only ", cuda::device_count(), " CUDA device(s) are visible)");
       Backend* b = find_backend(DeviceType::CUDA);
-      EMBER_CHECK(b != nullptr, "Cannot use device '", device,
-                  "': this version of ember detects CUDA GPUs but has no CUDA backend yet (tensors can live on "
-                  "the CPU only)");
+      EMBER_CHECK(b != nullptr, "Cannot use device '", device, "': this build of ember has no CUDA backend");
       return *b;
     }
     case DeviceType::MPS: {
-      EMBER_CHECK(mps::is_available(), "Cannot use device '", device, "': MPS is not available: ",
-                  mps::unavailable_reason(), ". Use ember::best_device() to fall back to the CPU.");
+      EMBER_CHECK(mps::is_available(), "Cannot use device '", device,
+                  "': MPS is not available: ", mps::unavailable_reason(),
+                  ". Use ember::best_device() to fall back to the CPU.");
       Backend* b = find_backend(DeviceType::MPS);
       EMBER_CHECK(b != nullptr, "Cannot use device '", device, "': ember has no MPS backend");
       return *b;

@@ -62,7 +62,7 @@ void Progress::start_epoch(int64_t epoch, int64_t epochs, int64_t steps, int64_t
   drawn_ = false;
 }
 
-std::string Progress::status_text(int64_t step, double loss) const {
+std::string Progress::status_text(int64_t step, double loss, const std::string& note) const {
   const double elapsed = seconds_between(epoch_start_, Clock::now());
   const double rate = elapsed > 0 ? static_cast<double>(samples_) / elapsed : 0;
   const int64_t done_here = step - first_step_;
@@ -71,10 +71,22 @@ std::string Progress::status_text(int64_t step, double loss) const {
   char text[160];
   std::snprintf(text, sizeof text, "step %lld/%lld  loss %.4f  %s samples/s  ETA %s", static_cast<long long>(step),
                 static_cast<long long>(steps_), loss, format_count(rate).c_str(), format_duration(eta).c_str());
-  return text;
+  return text + note;
 }
 
-void Progress::update(int64_t step, double loss, int64_t samples_done) {
+bool Progress::due(int64_t step) const {
+  const auto since = Clock::now() - last_draw_;
+  switch (style_) {
+    case ProgressStyle::Bar:
+      return step == steps_ || since >= kBarInterval;
+    case ProgressStyle::Lines:
+      return since >= kLineInterval;
+    default:
+      return false;
+  }
+}
+
+void Progress::update(int64_t step, double loss, int64_t samples_done, const std::string& note) {
   samples_ = samples_done;
   if (style_ == ProgressStyle::Quiet) return;
   const auto now = Clock::now();
@@ -85,12 +97,12 @@ void Progress::update(int64_t step, double loss, int64_t samples_done) {
     std::string bar(static_cast<size_t>(filled), '#');
     bar.resize(kBarWidth, '.');
     // \r returns to the line start; \x1b[K clears what a longer previous line left.
-    out_ << "\r\x1b[Kepoch " << epoch_ << "/" << epochs_ << " [" << bar << "] " << status_text(step, loss)
+    out_ << "\r\x1b[Kepoch " << epoch_ << "/" << epochs_ << " [" << bar << "] " << status_text(step, loss, note)
          << std::flush;
     drawn_ = true;
   } else {
     if (now - last_draw_ < kLineInterval) return;
-    out_ << "epoch " << epoch_ << "/" << epochs_ << "  " << status_text(step, loss) << "\n" << std::flush;
+    out_ << "epoch " << epoch_ << "/" << epochs_ << "  " << status_text(step, loss, note) << "\n" << std::flush;
   }
   last_draw_ = now;
 }

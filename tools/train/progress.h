@@ -16,8 +16,14 @@ class Progress {
   Progress(std::ostream& out, ProgressStyle style);
 
   void start_epoch(int64_t epoch, int64_t epochs, int64_t steps, int64_t first_step);
-  /// After each step: `step` steps of the epoch are done, `loss` is the running mean loss.
-  void update(int64_t step, double loss, int64_t samples_done);
+  /// Whether update() would draw after `step` steps. Reading the loss of a GPU step makes the
+  /// host wait for the device, so the trainer reads it only when this says it will be shown.
+  bool due(int64_t step) const;
+  /// After a step whose loss is shown: `step` steps of the epoch are done, `loss` is the running
+  /// mean loss, `note` is appended to the line (the GPU's peak memory).
+  void update(int64_t step, double loss, int64_t samples_done, const std::string& note = "");
+  /// After a step whose loss is not read: keeps the sample count for the rate.
+  void count(int64_t samples_done) { samples_ = samples_done; }
   /// Clears the bar so that the epoch's summary line starts on a clean line.
   void finish_epoch();
 
@@ -27,7 +33,7 @@ class Progress {
   static std::string format_count(double value);
 
  private:
-  std::string status_text(int64_t step, double loss) const;
+  std::string status_text(int64_t step, double loss, const std::string& note) const;
 
   std::ostream& out_;
   ProgressStyle style_;

@@ -53,11 +53,11 @@ RunConfig read_config(const std::filesystem::path& path) {
 }
 
 std::string metrics_csv(const std::vector<EpochMetrics>& history) {
-  std::string out = "epoch,train_loss,test_loss,test_accuracy,train_seconds,samples_per_second\n";
+  std::string out = "epoch,train_loss,test_loss,test_accuracy,train_seconds,samples_per_second,peak_gpu_mib\n";
   for (const EpochMetrics& m : history) {
     char row[256];
-    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.4f,%.3f,%.1f\n", static_cast<long long>(m.epoch), m.train_loss,
-                  m.test_loss, m.test_accuracy, m.train_seconds, m.samples_per_second);
+    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.4f,%.3f,%.1f,%.1f\n", static_cast<long long>(m.epoch),
+                  m.train_loss, m.test_loss, m.test_accuracy, m.train_seconds, m.samples_per_second, m.peak_gpu_mib);
     out += row;
   }
   return out;
@@ -66,7 +66,8 @@ std::string metrics_csv(const std::vector<EpochMetrics>& history) {
 std::string history_to_json(const std::vector<EpochMetrics>& history) {
   nlohmann::json rows = nlohmann::json::array();
   for (const EpochMetrics& m : history) {
-    rows.push_back({m.epoch, m.train_loss, m.test_loss, m.test_accuracy, m.train_seconds, m.samples_per_second, m.lr});
+    rows.push_back({m.epoch, m.train_loss, m.test_loss, m.test_accuracy, m.train_seconds, m.samples_per_second, m.lr,
+                    m.peak_gpu_mib});
   }
   return rows.dump();
 }
@@ -83,6 +84,7 @@ std::vector<EpochMetrics> history_from_json(const std::string& text) {
       m.train_seconds = row.at(4).get<double>();
       m.samples_per_second = row.at(5).get<double>();
       m.lr = row.at(6).get<double>();
+      if (row.size() > 7) m.peak_gpu_mib = row.at(7).get<double>();  // absent in 0.1.0 checkpoints
       history.push_back(m);
     }
   } catch (const nlohmann::json::exception& e) {

@@ -13,6 +13,7 @@ namespace ember::train {
 struct EpochMetrics {
   int64_t epoch = 0;  // 1-based
   double train_loss = 0, test_loss = 0, test_accuracy = 0, train_seconds = 0, samples_per_second = 0, lr = 0;
+  double peak_gpu_mib = 0;  // peak memory held by tensors on the GPU since the run started; 0 on the CPU
 };
 
 /// config.json: the resolved options plus facts about the run (`device`, `parameters`, ...).

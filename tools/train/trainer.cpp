@@ -9,6 +9,7 @@
 #include <ctime>
 #include <iomanip>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "ember/io/atomic_file.h"
 #include "ember/io/tensorboard.h"
 #include "train/curves.h"
+#include "train/device_batches.h"
 #include "train/models.h"
 #include "train/progress.h"
 #include "train/run_files.h"
@@ -159,6 +161,15 @@ class Session {
   void print_banner(bool resumed) const;
   void save_checkpoint();
   void finish_epoch(double train_seconds);
+  data::DataLoaderState loader_state() const;
+  /// The next training batch, already on the training device; std::nullopt ends the epoch.
+  std::optional<data::Batch> next_batch();
+  /// Adds a step's mean loss to the epoch's sum; on a GPU without reading it back yet.
+  void add_loss(const Tensor& loss, int64_t samples);
+  /// Reads the losses summed on the GPU since the last flush into epoch_loss_sum_.
+  void flush_loss();
+  /// "  GPU peak 1.23 GiB" when training on a GPU, "" otherwise.
+  std::string memory_note() const;
 
   RunConfig config_;
   std::filesystem::path dir_;
@@ -170,7 +181,9 @@ class Session {
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::LRScheduler> scheduler_;
-  std::unique_ptr<data::DataLoader> loader_;
+  std::unique_ptr<data::DataLoader> loader_;       // batches loaded on the host, or
+  std::unique_ptr<DeviceBatches> device_batches_;  // the training set held on the GPU
+  Tensor pending_loss_;                            // GPU only: summed losses not yet read
   std::unique_ptr<io::SummaryWriter> events_;
 
   std::vector<EpochMetrics> history_;
@@ -193,8 +206,52 @@ void Session::build() {
   model_->to(device_.device);
   optimizer_ = make_optimizer(config_, model_->parameters());
   scheduler_ = make_scheduler(config_, *optimizer_);
-  loader_ = std::make_unique<data::DataLoader>(
-      train_set_, data::DataLoaderOptions{.batch_size = config_.batch_size, .shuffle = true, .seed = config_.seed});
+  if (DeviceBatches::fits(*train_set_, device_.device)) {
+    device_batches_ = std::make_unique<DeviceBatches>(*train_set_, device_.device, config_.batch_size, config_.seed);
+  } else {
+    loader_ = std::make_unique<data::DataLoader>(
+        train_set_, data::DataLoaderOptions{.batch_size = config_.batch_size, .shuffle = true, .seed = config_.seed});
+  }
+}
+
+data::DataLoaderState Session::loader_state() const {
+  return device_batches_ ? device_batches_->state() : loader_->state();
+}
+
+std::optional<data::Batch> Session::next_batch() {
+  if (device_batches_) return device_batches_->next();
+  std::optional<data::Batch> batch = loader_->next();
+  if (batch) {
+    batch->data = batch->data.to(device_.device);
+    batch->target = batch->target.to(device_.device);
+  }
+  return batch;
+}
+
+void Session::add_loss(const Tensor& loss, int64_t samples) {
+  epoch_samples_ += samples;
+  if (device_.device.is_cpu()) {
+    epoch_loss_sum_ += loss.item<double>() * static_cast<double>(samples);
+    return;
+  }
+  // On a GPU, reading the loss would make the host wait for the step: sum it on the device (in
+  // float64, as the host sum) and read it only when it is shown or saved.
+  const Tensor weighted = loss.detach().to(kFloat64) * static_cast<double>(samples);
+  pending_loss_ = pending_loss_.defined() ? pending_loss_ + weighted : weighted;
+}
+
+void Session::flush_loss() {
+  if (!pending_loss_.defined()) return;
+  epoch_loss_sum_ += pending_loss_.item<double>();
+  pending_loss_ = Tensor();
+}
+
+std::string Session::memory_note() const {
+  if (!device_.device.is_cuda()) return "";
+  const double gib = static_cast<double>(cuda::max_memory_allocated(device_.device.index())) / (1 << 30);
+  char text[48];
+  std::snprintf(text, sizeof text, "  GPU peak %.2f GiB", gib);
+  return text;
 }
 
 void Session::restore(const io::Checkpoint& checkpoint) {
@@ -202,7 +259,11 @@ void Session::restore(const io::Checkpoint& checkpoint) {
   optimizer_->load_state_dict(checkpoint.optimizer);
   if (scheduler_) scheduler_->load_state_dict(checkpoint.scheduler);
   if (checkpoint.rng.defined()) set_rng_state(checkpoint.rng);
-  loader_->set_state(checkpoint.loader);
+  if (device_batches_) {
+    device_batches_->set_state(checkpoint.loader);
+  } else {
+    loader_->set_state(checkpoint.loader);
+  }
   global_step_ = checkpoint.step;
   auto extra = [&](const char* key) -> const std::string& {
     auto it = checkpoint.extra.find(key);
@@ -229,8 +290,9 @@ void Session::save_checkpoint() {
   checkpoint.optimizer = optimizer_->state_dict();
   if (scheduler_) checkpoint.scheduler = scheduler_->state_dict();
   checkpoint.rng = get_rng_state();
-  checkpoint.loader = loader_->state();
-  checkpoint.epoch = loader_->state().epoch;
+  flush_loss();
+  checkpoint.loader = loader_state();
+  checkpoint.epoch = loader_state().epoch;
   checkpoint.step = global_step_;
   checkpoint.extra["history"] = history_to_json(history_);
   checkpoint.extra["best_accuracy"] = exact(best_accuracy_);
@@ -261,6 +323,7 @@ void Session::print_banner(bool resumed) const {
 
 void Session::finish_epoch(double train_seconds) {
   const int64_t epoch = static_cast<int64_t>(history_.size()) + 1;
+  flush_loss();
   const EvalResult test = evaluate(*model_, test_set_, device_.device);
   EpochMetrics m;
   m.epoch = epoch;
@@ -270,6 +333,9 @@ void Session::finish_epoch(double train_seconds) {
   m.train_seconds = train_seconds;
   m.samples_per_second = train_seconds > 0 ? static_cast<double>(epoch_samples_) / train_seconds : 0;
   m.lr = optimizer_->param_groups().front().lr();
+  if (device_.device.is_cuda()) {
+    m.peak_gpu_mib = static_cast<double>(cuda::max_memory_allocated(device_.device.index())) / (1 << 20);
+  }
   history_.push_back(m);
 
   char line[256];
@@ -277,7 +343,7 @@ void Session::finish_epoch(double train_seconds) {
                 "epoch %lld/%lld  train_loss %.4f  test_loss %.4f  test_accuracy %.2f%%  (%.1f s, %s samples/s)",
                 static_cast<long long>(epoch), static_cast<long long>(config_.epochs), m.train_loss, m.test_loss,
                 100 * m.test_accuracy, train_seconds, Progress::format_count(m.samples_per_second).c_str());
-  out_ << line;
+  out_ << line << memory_note();
   if (m.test_accuracy > best_accuracy_) {
     best_accuracy_ = m.test_accuracy;
     io::save_safetensors(dir_ / kModelFile, named(model_->state_dict()));
@@ -319,30 +385,32 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
   result.run_dir = dir_;
   Progress progress(out_, runtime_.progress);
   int64_t steps_here = 0;
-  const int64_t steps_per_epoch = loader_->batches_per_epoch();
+  const int64_t steps_per_epoch = device_batches_ ? device_batches_->batches_per_epoch() : loader_->batches_per_epoch();
 
   while (static_cast<int64_t>(history_.size()) < config_.epochs) {
     model_->train();
     const int64_t epoch = static_cast<int64_t>(history_.size()) + 1;
-    const int64_t first_step = loader_->state().position;
+    const int64_t first_step = loader_state().position;
     progress.start_epoch(epoch, config_.epochs, steps_per_epoch, first_step);
     const auto start = Clock::now();
     int64_t step = first_step;
     bool stop = false;
-    for (data::Batch& batch : *loader_) {
-      const Tensor x = batch.data.to(device_.device);
-      const Tensor y = batch.target.to(device_.device);
-      const Tensor loss = nn::functional::cross_entropy(model_->forward(x), y);
+    while (std::optional<data::Batch> batch = next_batch()) {
+      const Tensor& y = batch->target;
+      const Tensor loss = nn::functional::cross_entropy(model_->forward(batch->data), y);
       optimizer_->zero_grad();
       loss.backward();
       optimizer_->step();
-      // Reading the loss waits for the step; on the CPU that costs nothing.
-      epoch_loss_sum_ += loss.item<double>() * static_cast<double>(y.size(0));
-      epoch_samples_ += y.size(0);
+      add_loss(loss, y.size(0));
       ++step;
       ++global_step_;
       ++steps_here;
-      progress.update(step, epoch_loss_sum_ / static_cast<double>(epoch_samples_), epoch_samples_);
+      if (progress.due(step)) {
+        flush_loss();
+        progress.update(step, epoch_loss_sum_ / static_cast<double>(epoch_samples_), epoch_samples_, memory_note());
+      } else {
+        progress.count(epoch_samples_);
+      }
       if (g_interrupt_requested.load() || (runtime_.stop_after_steps > 0 && steps_here >= runtime_.stop_after_steps)) {
         stop = true;
         break;

@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "kernels/elementwise_ops.h"
 #include "kernels/indexer.h"
+#include "kernels/scalar_as.h"
 
 namespace ember::cpu {
 namespace {
@@ -157,20 +158,6 @@ void copy_bytes(void* dst, const void* src, int64_t numel, size_t element_bytes)
   });
 }
 
-/// `value` as an element of type T, converted like an element of its own kind would be.
-template <typename T>
-T scalar_as(const Scalar& value) {
-  switch (value.kind()) {
-    case Scalar::Kind::Bool:
-      return kernels::convert<T>(value.to_bool());
-    case Scalar::Kind::Int:
-      return kernels::convert<T>(value.to_int64());
-    case Scalar::Kind::Float:
-      break;
-  }
-  return kernels::convert<T>(value.to_double());
-}
-
 /// Writes `bits` into every element of `out`, any strides.
 template <typename U>
 void fill_bits(const TensorView& out, U bits) {
@@ -244,7 +231,7 @@ void CpuBackend::copy(const TensorView& dst, const TensorView& src) {
 void CpuBackend::fill(const TensorView& out, const Scalar& value) {
   if (out.numel() == 0) return;
   dispatch_all(out.dtype, "fill", [&]<typename T>() {
-    const T v = scalar_as<T>(value);
+    const T v = kernels::scalar_as<T>(value);
     // Fill by bit pattern: one loop per element width serves all ten dtypes.
     if constexpr (sizeof(T) == 1) {
       fill_bits(out, bits_of<T, uint8_t>(v));

@@ -1,55 +1,10 @@
 #pragma once
-// Turns a runtime Dtype into a compile-time element type for CPU kernels:
-//   dispatch_all(dtype, "add", [&]<typename T>() { ... });
-#include "core/check.h"
-#include "ember/dtype.h"
+// The CPU backend's names for the shared dtype dispatch (src/kernels/dtype_dispatch.h).
+#include "kernels/dtype_dispatch.h"
 
 namespace ember::cpu {
-
-template <typename F>
-decltype(auto) dispatch_all(Dtype dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case Dtype::Bool: return f.template operator()<bool>();
-    case Dtype::UInt8: return f.template operator()<uint8_t>();
-    case Dtype::Int8: return f.template operator()<int8_t>();
-    case Dtype::Int16: return f.template operator()<int16_t>();
-    case Dtype::Int32: return f.template operator()<int32_t>();
-    case Dtype::Int64: return f.template operator()<int64_t>();
-    case Dtype::Float16: return f.template operator()<Half>();
-    case Dtype::BFloat16: return f.template operator()<BFloat16>();
-    case Dtype::Float32: return f.template operator()<float>();
-    case Dtype::Float64: return f.template operator()<double>();
-  }
-  detail::fail("[", op, "] unsupported dtype ", dtype_name(dtype));
-}
-
-/// Floating types only; others are an error naming the op.
-template <typename F>
-decltype(auto) dispatch_floating(Dtype dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case Dtype::Float16: return f.template operator()<Half>();
-    case Dtype::BFloat16: return f.template operator()<BFloat16>();
-    case Dtype::Float32: return f.template operator()<float>();
-    case Dtype::Float64: return f.template operator()<double>();
-    default: break;
-  }
-  detail::fail("\"", op, "\" not implemented for '", scalar_type_name(dtype), "'");
-}
-
-/// The type arithmetic on T is done in: float for the 16-bit floats, T otherwise.
-template <typename T>
-struct compute_type {
-  using type = T;
-};
-template <>
-struct compute_type<Half> {
-  using type = float;
-};
-template <>
-struct compute_type<BFloat16> {
-  using type = float;
-};
-template <typename T>
-using compute_t = typename compute_type<T>::type;
-
+using kernels::compute_t;
+using kernels::compute_type;
+using kernels::dispatch_all;
+using kernels::dispatch_floating;
 }  // namespace ember::cpu

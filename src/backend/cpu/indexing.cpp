@@ -14,6 +14,7 @@
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
+#include "core/tensor_internal.h"
 
 namespace ember::cpu {
 namespace {
@@ -31,15 +32,7 @@ Shape shape_of(const TensorView& v) {
   return {v.sizes, v.strides};
 }
 
-Dims contiguous_strides(const Dims& sizes) {
-  Dims strides(sizes.size());
-  int64_t s = 1;
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    strides[d] = s;
-    s *= sizes[d];
-  }
-  return strides;
-}
+using detail::contiguous_strides;
 
 int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t wrapped = dim < 0 ? dim + ndim : dim;

@@ -1,13 +1,16 @@
 // Asks the CUDA driver, through the statically linked runtime, whether GPUs are usable. The
 // runtime loads libcuda.so itself, so this works (and says "no driver") on machines without one.
+#include "backend/cuda_probe.h"
+
 #include <cuda_runtime_api.h>
 
 #include <mutex>
 #include <string>
 
-#include "backend/cuda_probe.h"
-
 namespace ember {
+namespace cuda_impl {
+cudaError_t kernel_image_status(int device);  // kernel_image.cu
+}
 namespace {
 
 std::string version_str(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
@@ -26,8 +29,8 @@ CudaProbe probe() {
     if (driver == 0) {
       p.reason = "no NVIDIA driver found (libcuda.so could not be loaded); install the NVIDIA driver";
     } else if (err == cudaErrorInsufficientDriver || driver < runtime) {
-      p.reason = "the NVIDIA driver (CUDA " + p.driver_version + ") is older than the CUDA runtime ember was built with (" +
-                 p.runtime_version + "); update the driver";
+      p.reason = "the NVIDIA driver (CUDA " + p.driver_version +
+                 ") is older than the CUDA runtime ember was built with (" + p.runtime_version + "); update the driver";
     } else if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
       p.reason = "the driver reports no CUDA devices (check CUDA_VISIBLE_DEVICES)";
     } else {
@@ -36,17 +39,28 @@ CudaProbe probe() {
     cudaGetLastError();  // clear the sticky error so later calls start clean
     return p;
   }
-  p.device_count = count;
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, i) == cudaSuccess) {
       p.device_names.push_back(std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
-                               std::to_string(prop.minor) + ", " +
-                               std::to_string(prop.totalGlobalMem >> 20) + " MiB)");
+                               std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 20) + " MiB)");
     } else {
       p.device_names.emplace_back("unknown");
     }
   }
+  // A GPU this binary has no code for would fail at the first kernel; say so up front instead.
+  const cudaError_t image = cuda_impl::kernel_image_status(0);
+  if (image == cudaErrorNoKernelImageForDevice || image == cudaErrorInvalidDeviceFunction ||
+      image == cudaErrorUnsupportedPtxVersion) {
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    p.reason = "this ember was built for CUDA architectures " EMBER_CUDA_ARCHITECTURES_STR ", which cannot run on " +
+               std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
+               std::to_string(prop.minor) + "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(prop.major) +
+               std::to_string(prop.minor);
+    return p;
+  }
+  p.device_count = count;
   return p;
 }
 

@@ -1,0 +1,66 @@
+#pragma once
+/// CUDA devices, memory and streams, as torch.cuda offers them. Availability queries
+/// (cuda::is_available(), cuda::device_count()) live in ember/device.h.
+///
+/// In a build without CUDA, or on a machine without a usable GPU, the memory queries return 0
+/// and everything that needs a GPU throws ember::Error saying why.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ember::cuda {
+
+struct DeviceProperties {
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  int major = 0;     // compute capability
+  int minor = 0;
+  size_t total_memory = 0;  // bytes
+  int multi_processor_count = 0;
+};
+
+/// Properties of cuda:`device`; throws ember::Error when it does not exist.
+DeviceProperties get_device_properties(int device);
+/// The device that "cuda" (without an index) means on this thread; 0 by default.
+int current_device();
+void set_device(int device);
+/// Waits until all work queued on `device` (the current one when -1) has finished.
+void synchronize(int device = -1);
+
+/// Bytes held by tensors / obtained from the driver by ember's caching allocator on `device`
+/// (the current one when -1), and the peak of the first since start or the last reset.
+size_t memory_allocated(int device = -1);
+size_t memory_reserved(int device = -1);
+size_t max_memory_allocated(int device = -1);
+void reset_peak_memory_stats(int device = -1);
+/// Returns cached, unused blocks to the driver (other processes can then use the memory).
+void empty_cache();
+
+/// Whether float32 matrix products and convolutions may use TF32 tensor cores: faster, with
+/// about 10 bits of mantissa. Off by default, like torch.backends.cuda.matmul.allow_tf32.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
+/// A CUDA event on the current stream, for timing GPU work without stopping the host:
+///   cuda::Event start, stop; start.record(); ...; stop.record(); stop.synchronize();
+///   float ms = start.elapsed_ms(stop);
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  /// Records the event on `device`'s current stream (the current device when -1).
+  void record(int device = -1);
+  /// Waits on the host until the work before the record has finished.
+  void synchronize() const;
+  /// Whether that work has finished, without waiting.
+  bool query() const;
+  /// Milliseconds between this event's record and `end`'s (both must have completed).
+  float elapsed_ms(const Event& end) const;
+
+ private:
+  void* event_ = nullptr;  // cudaEvent_t
+  int device_ = 0;
+};
+
+}  // namespace ember::cuda

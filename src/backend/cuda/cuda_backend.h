@@ -1,0 +1,61 @@
+#pragma once
+// The CUDA backend. Its methods are implemented one op family per file in this folder, like the
+// CPU backend's:
+//   cuda_backend.cpp  memory, host copies, registration    copy.cu        copy, fill
+//   unary.cu          unary ops, clamp                     binary.cu      binary ops, add_scaled, where
+//   reduce.cu         reductions (CUB block reductions)    softmax.cu     softmax, log_softmax
+//   matmul.cpp        matrix products (cuBLAS)             indexing.cu    index_select, gather, scatter_add
+//   conv.cpp          2-D convolution (cuDNN)              pool.cu        2-D max/average pooling
+//   random.cu         the Philox generator, randperm (CUB radix sort)
+// Shared plumbing: runtime.h (checked calls, devices, streams, library handles), launch.h (grid
+// arithmetic, host-tested), caching_allocator.h (the memory pool, host-tested).
+//
+// Every entry point runs on the device that holds its operands (TensorView::device_index) and
+// queues its work on that device's current stream; none waits for the GPU except the copies to
+// the host, which must.
+#include "backend/backend.h"
+
+namespace ember::cuda_impl {
+
+class CudaBackend final : public Backend {
+ public:
+  DeviceType type() const override { return DeviceType::CUDA; }
+  int device_count() const noexcept override;
+  void* allocate(size_t nbytes, int device_index) override;
+  void deallocate(void* ptr, size_t nbytes, int device_index) noexcept override;
+  void copy(const TensorView& dst, const TensorView& src) override;
+  void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index) override;
+  void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index) override;
+  void fill(const TensorView& out, const Scalar& value) override;
+  void unary(UnaryOp op, const TensorView& x, const TensorView& out) override;
+  void binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void add_scaled(const TensorView& a, const TensorView& b, const Scalar& alpha, const TensorView& out) override;
+  void where(const TensorView& cond, const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, bool has_lo, bool has_hi,
+             const TensorView& out) override;
+  void reduce(ReduceOp op, const TensorView& x, int64_t reduced_dims, const TensorView& out, const TensorView& indices,
+              int64_t correction) override;
+  void matmul(const TensorView& a, const TensorView& b, const TensorView& out) override;
+  void softmax(const TensorView& x, const TensorView& out, bool log) override;
+  void conv2d(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out,
+              const Conv2dArgs& args) override;
+  void conv2d_backward(const TensorView& grad_out, const TensorView& x, const TensorView& weight,
+                       const Conv2dArgs& args, const TensorView& grad_x, const TensorView& grad_weight,
+                       const TensorView& grad_bias) override;
+  void pool2d(const TensorView& x, const TensorView& out, const TensorView& indices, const Pool2dArgs& args) override;
+  void pool2d_backward(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
+                       const Pool2dArgs& args) override;
+  void index_select(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
+  void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
+  void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) override;
+  void random(const TensorView& out, const RandomArgs& args) override;
+  void randperm(const TensorView& out) override;
+  void manual_seed(uint64_t seed) override;
+  std::vector<uint8_t> rng_state() override;
+  void set_rng_state(std::span<const uint8_t> state) override;
+};
+
+/// The process-wide CUDA backend (registered in src/backend/registry.cpp when CUDA is built).
+CudaBackend& cuda_backend();
+
+}  // namespace ember::cuda_impl

@@ -1,0 +1,203 @@
+// CudaBackend::pool2d and pool2d_backward: 2-D max, average and adaptive-average pooling.
+//
+// Hand-written kernels rather than cuDNN's pooling: cuDNN cannot return the argmax indices that
+// PyTorch's max_pool2d(return_indices=True) gives (and that ember's autograd keeps for the
+// backward pass), and its average pooling has no divisor_override.
+//
+// The kernels' per-element bodies and all window arithmetic live in kernels/pool_window.h, where
+// the host tests check them against brute-force windows and against the CPU backend itself.
+//  * Forward: one thread per output element walks its window; a NaN wins, as on the CPU.
+//  * Backward: one thread per input element gathers the gradients of the outputs that read it,
+//    in the outputs' row-major order, the order in which the CPU adds them. No atomics, so the
+//    result is deterministic (and bitwise equal to the CPU's where the types agree).
+//    For Max, an input gathers the outputs whose reported index is that input; the outputs
+//    examined are those whose window span holds it, which covers every index the forward pass
+//    reports for a window with a tap inside the input. Other indices contribute nothing, where
+//    the CPU would raise (out of the plane) or scatter them: indices not from a forward pass, and
+//    those of windows that miss the input altogether (possible only when the dilation steps
+//    over a tiny input; PyTorch then reports an index outside the window too). Checking them
+//    here would need a round trip to the host.
+// float16 and bfloat16 accumulate in float and round once, as on the CPU.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/launch.h"
+#include "backend/cuda/runtime.h"
+#include "core/check.h"
+#include "kernels/dtype_dispatch.h"
+#include "kernels/pool_window.h"
+
+namespace ember::cuda_impl {
+namespace {
+
+using kernels::PoolGeometry;
+
+// Position of linear element `i` of [planes, rows, cols].
+struct PlanePos {
+  int64_t plane, row, col;
+};
+
+__device__ inline PlanePos plane_pos(int64_t i, int64_t rows, int64_t cols) {
+  const int64_t plane_size = rows * cols;
+  const int64_t plane = i / plane_size;
+  const int64_t rest = i - plane * plane_size;
+  const int64_t row = rest / cols;
+  return {plane, row, rest - row * cols};
+}
+
+__device__ inline int64_t grid_start() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+template <typename T>
+__global__ void max_pool_kernel(const T* x, T* y, int64_t* indices, PoolGeometry g, int64_t total) {
+  const int64_t in_plane = g.h.in * g.w.in;
+  for (int64_t o = grid_start(); o < total; o += grid_stride()) {
+    const PlanePos p = plane_pos(o, g.h.out, g.w.out);
+    int64_t index = 0;
+    y[o] = kernels::max_pool_at(x + p.plane * in_plane, g, p.row, p.col, &index);
+    if (indices != nullptr) indices[o] = index;
+  }
+}
+
+template <typename T>
+__global__ void avg_pool_kernel(const T* x, T* y, PoolGeometry g, int64_t total) {
+  const int64_t in_plane = g.h.in * g.w.in;
+  for (int64_t o = grid_start(); o < total; o += grid_stride()) {
+    const PlanePos p = plane_pos(o, g.h.out, g.w.out);
+    y[o] = kernels::avg_pool_at(x + p.plane * in_plane, g, p.row, p.col);
+  }
+}
+
+template <typename T>
+__global__ void max_pool_backward_kernel(const T* gy, const int64_t* indices, T* gx, PoolGeometry g, int64_t total) {
+  const int64_t out_plane = g.h.out * g.w.out;
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    const PlanePos p = plane_pos(i, g.h.in, g.w.in);
+    gx[i] = kernels::max_pool_grad_at(gy + p.plane * out_plane, indices + p.plane * out_plane, g, p.row, p.col);
+  }
+}
+
+template <typename T>
+__global__ void avg_pool_backward_kernel(const T* gy, T* gx, PoolGeometry g, int64_t total) {
+  const int64_t out_plane = g.h.out * g.w.out;
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    const PlanePos p = plane_pos(i, g.h.in, g.w.in);
+    gx[i] = kernels::avg_pool_grad_at(gy + p.plane * out_plane, g, p.row, p.col);
+  }
+}
+
+// ------------------------------------------------------------------------------- host side
+
+PoolGeometry geometry_of(const Pool2dArgs& a, const TensorView& x, const TensorView& out) {
+  PoolGeometry g;
+  g.h = {x.sizes[2], out.sizes[2], a.kernel[0], a.stride[0], a.padding[0], a.dilation[0]};
+  g.w = {x.sizes[3], out.sizes[3], a.kernel[1], a.stride[1], a.padding[1], a.dilation[1]};
+  g.adaptive = a.kind == PoolKind::AdaptiveAvg;
+  g.count_include_pad = a.count_include_pad;
+  g.divisor_override = a.divisor_override;
+  return g;
+}
+
+void check_planes(const TensorView& x, const TensorView& out, const char* op) {
+  EMBER_CHECK(x.ndim() == 4 && out.ndim() == 4, "[", op, "] expects 4-D tensors [N, C, H, W]");
+  EMBER_CHECK(x.sizes[0] == out.sizes[0] && x.sizes[1] == out.sizes[1], "[", op,
+              "] input and output disagree on N or C");
+}
+
+void check_args(const Pool2dArgs& a, const char* op) {
+  if (a.kind == PoolKind::AdaptiveAvg) return;
+  for (int d = 0; d < 2; ++d) {
+    EMBER_CHECK(a.kernel[d] > 0 && a.stride[d] > 0 && a.padding[d] >= 0 && a.dilation[d] > 0, "[", op,
+                "] invalid window: kernel, stride and dilation must be positive and padding non-negative");
+  }
+}
+
+const char* forward_name(PoolKind kind) {
+  switch (kind) {
+    case PoolKind::Max:
+      return "max_pool2d";
+    case PoolKind::Avg:
+      return "avg_pool2d";
+    case PoolKind::AdaptiveAvg:
+      return "adaptive_avg_pool2d";
+  }
+  return "pool2d";
+}
+
+const char* backward_name(PoolKind kind) {
+  switch (kind) {
+    case PoolKind::Max:
+      return "max_pool2d_backward";
+    case PoolKind::Avg:
+      return "avg_pool2d_backward";
+    case PoolKind::AdaptiveAvg:
+      return "adaptive_avg_pool2d_backward";
+  }
+  return "pool2d_backward";
+}
+
+}  // namespace
+
+void CudaBackend::pool2d(const TensorView& x, const TensorView& out, const TensorView& indices,
+                         const Pool2dArgs& args) {
+  const char* op = forward_name(args.kind);
+  check_planes(x, out, op);
+  EMBER_CHECK(x.is_contiguous() && out.is_contiguous(), "[", op, "] expects contiguous tensors");
+  EMBER_CHECK(x.dtype == out.dtype, "[", op, "] input and output dtypes differ");
+  check_args(args, op);
+  const bool with_indices = args.kind == PoolKind::Max && indices.data != nullptr;
+  if (with_indices) {
+    EMBER_CHECK(indices.dtype == kInt64 && indices.is_contiguous() && indices.numel() == out.numel(), "[", op,
+                "] indices must be a contiguous int64 tensor shaped like the output");
+  }
+  if (out.numel() == 0) return;
+  EMBER_CHECK(x.sizes[2] > 0 && x.sizes[3] > 0, "[", op, "] empty input planes");
+  DeviceGuard guard(x.device_index);
+  const cudaStream_t stream = current_stream(x.device_index);
+  const PoolGeometry g = geometry_of(args, x, out);
+  const int64_t total = out.numel();
+  const Launch1d l = launch_1d(total);
+  kernels::dispatch_floating(x.dtype, op, [&]<typename T>() {
+    if (args.kind == PoolKind::Max) {
+      max_pool_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(),
+                                                             with_indices ? indices.ptr<int64_t>() : nullptr, g, total);
+    } else {
+      avg_pool_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), g, total);
+    }
+  });
+  check_launch(op);
+}
+
+void CudaBackend::pool2d_backward(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
+                                  const Pool2dArgs& args) {
+  const char* op = backward_name(args.kind);
+  check_planes(grad_x, grad_out, op);
+  EMBER_CHECK(grad_out.is_contiguous() && grad_x.is_contiguous(), "[", op, "] expects contiguous tensors");
+  EMBER_CHECK(grad_out.dtype == grad_x.dtype, "[", op, "] gradient dtypes differ");
+  check_args(args, op);
+  if (args.kind == PoolKind::Max) {
+    EMBER_CHECK(indices.data != nullptr && indices.dtype == kInt64 && indices.is_contiguous() &&
+                    indices.numel() == grad_out.numel(),
+                "[", op, "] needs the contiguous int64 indices of the forward pass");
+  }
+  if (grad_x.numel() == 0) return;
+  DeviceGuard guard(grad_x.device_index);
+  const cudaStream_t stream = current_stream(grad_x.device_index);
+  const PoolGeometry g = geometry_of(args, grad_x, grad_out);
+  const int64_t total = grad_x.numel();
+  const Launch1d l = launch_1d(total);
+  kernels::dispatch_floating(grad_x.dtype, op, [&]<typename T>() {
+    if (args.kind == PoolKind::Max) {
+      max_pool_backward_kernel<T><<<l.blocks, l.threads, 0, stream>>>(
+          grad_out.ptr<const T>(), indices.ptr<const int64_t>(), grad_x.ptr<T>(), g, total);
+    } else {
+      avg_pool_backward_kernel<T>
+          <<<l.blocks, l.threads, 0, stream>>>(grad_out.ptr<const T>(), grad_x.ptr<T>(), g, total);
+    }
+  });
+  check_launch(op);
+}
+
+}  // namespace ember::cuda_impl

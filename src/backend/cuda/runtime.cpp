@@ -1,0 +1,159 @@
+// The CUDA backend's shared plumbing: error translation, per-thread current device and stream,
+// per-device library handles, scratch memory.
+#include "backend/cuda/runtime.h"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "backend/cuda/caching_allocator.h"
+#include "core/check.h"
+#include "ember/error.h"
+
+namespace ember::cuda_impl {
+namespace {
+
+// Devices ember keeps per-device state for; cuda:N beyond this is rejected by the front end's
+// device-count check long before (no machine has 64 GPUs behind one process).
+constexpr int kMaxDevices = 64;
+
+thread_local int t_current_device = 0;
+thread_local std::array<cudaStream_t, kMaxDevices> t_streams{};  // nullptr: the legacy default stream
+
+std::atomic<bool> g_allow_tf32{false};
+
+std::string hint_for(cudaError_t err) {
+  switch (err) {
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorInvalidDeviceFunction:
+      return " (this ember was not compiled for this GPU's architecture; rebuild with "
+             "-DCMAKE_CUDA_ARCHITECTURES set to its compute capability, e.g. 90 for H100)";
+    case cudaErrorInsufficientDriver:
+      return " (the NVIDIA driver is older than the CUDA runtime ember was built with; update the driver)";
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+      return " (a kernel faulted; the error may come from an earlier asynchronous op; rerun with "
+             "CUDA_LAUNCH_BLOCKING=1 to find it)";
+    default:
+      return "";
+  }
+}
+
+void check_device_index(int device) {
+  EMBER_CHECK(device >= 0 && device < kMaxDevices, "CUDA error: invalid device ordinal ", device);
+}
+
+}  // namespace
+
+void throw_cuda_error(cudaError_t err, const char* op, const char* call) {
+  std::string message = std::string("[") + op + "] CUDA error: " + cudaGetErrorString(err) + " (" +
+                        cudaGetErrorName(err) + " from " + call + ")" + hint_for(err);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: clear it so the process can go on
+    throw OutOfMemoryError(message);
+  }
+  throw Error(message);
+}
+
+void throw_cublas_error(cublasStatus_t status, const char* op, const char* call) {
+  throw Error(std::string("[") + op + "] cuBLAS error: " + cublasGetStatusName(status) + " (" +
+              cublasGetStatusString(status) + ", from " + call + ")");
+}
+
+void throw_cudnn_error(cudnnStatus_t status, const char* op, const char* call) {
+  throw Error(std::string("[") + op + "] cuDNN error: " + cudnnGetErrorString(status) + " (from " + call + ")");
+}
+
+void check_launch(const char* op) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) throw_cuda_error(err, op, "kernel launch");
+}
+
+int current_device() { return t_current_device; }
+
+void set_current_device(int device) {
+  check_device_index(device);
+  EMBER_CUDA_CHECK(cudaSetDevice(device), "set_device");
+  t_current_device = device;
+}
+
+DeviceGuard::DeviceGuard(int device) : previous_(-1) {
+  int active = 0;
+  EMBER_CUDA_CHECK(cudaGetDevice(&active), "device guard");
+  if (active != device) {
+    EMBER_CUDA_CHECK(cudaSetDevice(device), "device guard");
+    previous_ = active;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);
+}
+
+cudaStream_t current_stream(int device) {
+  check_device_index(device);
+  return t_streams[static_cast<size_t>(device)];
+}
+
+void set_current_stream(int device, cudaStream_t stream) {
+  check_device_index(device);
+  t_streams[static_cast<size_t>(device)] = stream;
+}
+
+namespace {
+
+// cuBLAS and cuDNN handles must not be used by two threads at once. ember drives each device from
+// one thread (the training loop), so one handle per device, re-bound to the caller's stream on
+// every use, is enough; using one device from several threads would need per-thread handles.
+struct Handles {
+  std::once_flag cublas_once, cudnn_once;
+  cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+};
+std::array<Handles, kMaxDevices>& handles() {
+  static auto* h = new std::array<Handles, kMaxDevices>();  // leaked: used until exit
+  return *h;
+}
+
+}  // namespace
+
+cublasHandle_t cublas_handle(int device) {
+  check_device_index(device);
+  Handles& h = handles()[static_cast<size_t>(device)];
+  std::call_once(h.cublas_once, [&] {
+    DeviceGuard guard(device);
+    EMBER_CUBLAS_CHECK(cublasCreate(&h.cublas), "cuBLAS initialisation");
+  });
+  EMBER_CUBLAS_CHECK(cublasSetStream(h.cublas, current_stream(device)), "cuBLAS stream");
+  // TF32 is an opt-in, like PyTorch's torch.backends.cuda.matmul.allow_tf32 (off by default).
+  EMBER_CUBLAS_CHECK(cublasSetMathMode(h.cublas, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                     "cuBLAS math mode");
+  return h.cublas;
+}
+
+cudnnHandle_t cudnn_handle(int device) {
+  check_device_index(device);
+  Handles& h = handles()[static_cast<size_t>(device)];
+  std::call_once(h.cudnn_once, [&] {
+    DeviceGuard guard(device);
+    EMBER_CUDNN_CHECK(cudnnCreate(&h.cudnn), "cuDNN initialisation");
+  });
+  EMBER_CUDNN_CHECK(cudnnSetStream(h.cudnn, current_stream(device)), "cuDNN stream");
+  return h.cudnn;
+}
+
+Workspace::Workspace(size_t nbytes, int device) : nbytes_(nbytes), device_(device) {
+  if (nbytes == 0) return;
+  DeviceGuard guard(device);
+  data_ = device_allocator(device).allocate(nbytes, current_stream(device));
+}
+
+Workspace::~Workspace() {
+  if (data_ != nullptr) device_allocator(device_).free(data_);
+}
+
+bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
+
+}  // namespace ember::cuda_impl

@@ -1,0 +1,92 @@
+#pragma once
+// CUDA plumbing shared by the backend's files: checked calls that become ember::Error naming the
+// op, the current device and stream per thread, the per-device cuBLAS/cuDNN handles and scratch
+// memory from the caching allocator. Internal: public headers never include CUDA headers.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstddef>
+
+namespace ember::cuda_impl {
+
+[[noreturn]] void throw_cuda_error(cudaError_t err, const char* op, const char* call);
+[[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* op, const char* call);
+[[noreturn]] void throw_cudnn_error(cudnnStatus_t status, const char* op, const char* call);
+
+/// Turns the error state after a kernel launch (no kernel image for this GPU, a bad launch
+/// configuration, an earlier asynchronous fault) into an ember::Error naming `op`.
+void check_launch(const char* op);
+
+}  // namespace ember::cuda_impl
+
+/// EMBER_CUDA_CHECK(cudaMemcpyAsync(...), "copy"): throws ember::Error naming the op, the call
+/// and CUDA's own description when the call fails; out-of-memory becomes OutOfMemoryError.
+#define EMBER_CUDA_CHECK(call, op)                                                     \
+  do {                                                                                 \
+    const cudaError_t ember_err_ = (call);                                             \
+    if (ember_err_ != cudaSuccess) ::ember::cuda_impl::throw_cuda_error(ember_err_, op, #call); \
+  } while (0)
+#define EMBER_CUBLAS_CHECK(call, op)                                                          \
+  do {                                                                                        \
+    const cublasStatus_t ember_st_ = (call);                                                  \
+    if (ember_st_ != CUBLAS_STATUS_SUCCESS) ::ember::cuda_impl::throw_cublas_error(ember_st_, op, #call); \
+  } while (0)
+#define EMBER_CUDNN_CHECK(call, op)                                                          \
+  do {                                                                                       \
+    const cudnnStatus_t ember_st_ = (call);                                                  \
+    if (ember_st_ != CUDNN_STATUS_SUCCESS) ::ember::cuda_impl::throw_cudnn_error(ember_st_, op, #call); \
+  } while (0)
+
+namespace ember::cuda_impl {
+
+/// This thread's current device (0 until cuda::set_device is called).
+int current_device();
+void set_current_device(int device);
+
+/// Makes `device` the CUDA runtime's device for this scope and restores the previous one.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
+/// The stream this thread queues work on for `device`: the legacy default stream unless a
+/// cuda::StreamGuard chose another.
+cudaStream_t current_stream(int device);
+void set_current_stream(int device, cudaStream_t stream);
+
+/// The cuBLAS / cuDNN handle for `device`, created on first use and bound to the current
+/// stream on every call. Call inside a DeviceGuard for that device.
+cublasHandle_t cublas_handle(int device);
+cudnnHandle_t cudnn_handle(int device);
+
+/// Device scratch memory from the caching allocator (cuDNN and cuBLAS workspaces, temporary
+/// buffers of CUB), returned to the cache when the scope ends. Safe without a synchronisation
+/// because the memory is reused only by work queued later on the same stream.
+class Workspace {
+ public:
+  Workspace(size_t nbytes, int device);
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  void* data() const { return data_; }
+  size_t size() const { return nbytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  int device_ = 0;
+};
+
+/// Whether float32 matrix products and convolutions may use TF32 tensor cores
+/// (ember::cuda::set_allow_tf32; off by default, like PyTorch's matmul setting).
+bool allow_tf32();
+void set_allow_tf32(bool allow);
+
+}  // namespace ember::cuda_impl

@@ -1,0 +1,83 @@
+// CUDA unary element-wise ops and clamp. The math is kernels/elementwise_ops.h's, the same
+// functors the CPU loops call; this file only picks types and launches.
+#include <limits>
+#include <type_traits>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/elementwise.cuh"
+#include "kernels/dtype_dispatch.h"
+#include "kernels/elementwise_ops.h"
+
+namespace ember::cuda_impl {
+namespace {
+
+using kernels::convert;
+
+/// out = f(x): x of type T, computed in C, stored as O.
+template <typename T, typename C, typename O, typename F>
+struct UnaryBody {
+  O* out;
+  const T* x;
+  F f;
+  __device__ void operator()(const Offsets<2>& o) const { out[o[0]] = convert<O>(f(convert<C>(x[o[1]]))); }
+};
+
+template <typename T, typename C, typename O, typename F>
+void unary_launch(const char* op, const TensorView& x, const TensorView& out, const F& f) {
+  launch_elementwise<2>(op, {&out, &x}, UnaryBody<T, C, O, F>{out.ptr<O>(), x.ptr<const T>(), f});
+}
+
+template <typename Op>
+void run_unary(const char* op, const TensorView& x, const TensorView& out) {
+  kernels::dispatch_all(x.dtype, op, [&]<typename T>() {
+    if constexpr (!kernels::accepts_v<Op, T>) {
+      fail_not_implemented(op, x.dtype);
+    } else {
+      using C = kernels::compute_t<T>;
+      using O = std::conditional_t<std::is_same_v<std::invoke_result_t<Op, C>, bool>, bool, T>;
+      check_dtype(out.dtype, dtype_v<O>, op, "output");
+      unary_launch<T, C, O>(op, x, out, Op{});
+    }
+  });
+}
+
+}  // namespace
+
+void CudaBackend::unary(UnaryOp op, const TensorView& x, const TensorView& out) {
+  switch (op) {
+#define EMBER_CASE(Name, str) \
+  case UnaryOp::Name:         \
+    return run_unary<kernels::Name>(str, x, out);
+    EMBER_UNARY_OPS(EMBER_CASE)
+#undef EMBER_CASE
+  }
+  detail::fail("[unary] unknown op ", static_cast<int>(op));
+}
+
+void CudaBackend::clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, bool has_lo, bool has_hi,
+                        const TensorView& out) {
+  check_dtype(out.dtype, x.dtype, "clamp", "output");
+  kernels::dispatch_all(x.dtype, "clamp", [&]<typename T>() {
+    if constexpr (!kernels::accepts_v<kernels::Clamp<T>, T>) {
+      fail_not_implemented("clamp", x.dtype);
+    } else {
+      using C = kernels::compute_t<T>;
+      using Limits = std::numeric_limits<C>;
+      constexpr C kLowest = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
+      constexpr C kHighest = Limits::has_infinity ? Limits::infinity() : Limits::max();
+      // Bounds are rounded to T first, as PyTorch does; an absent bound can never win.
+      const C low = has_lo ? convert<C>(lo.to<T>()) : kLowest;
+      const C high = has_hi ? convert<C>(hi.to<T>()) : kHighest;
+      if (kmath::isnan(low) || kmath::isnan(high)) {
+        // A NaN bound in use makes every element NaN (torch.clamp's documented behaviour).
+        EMBER_CHECK(x.sizes == out.sizes, "[clamp] operand of shape ", detail::shape_str(x.sizes),
+                    " was not broadcast to the output shape ", detail::shape_str(out.sizes));
+        fill(out, Scalar(std::numeric_limits<double>::quiet_NaN()));
+        return;
+      }
+      unary_launch<T, C, T>("clamp", x, out, kernels::Clamp<C>{low, high});
+    }
+  });
+}
+
+}  // namespace ember::cuda_impl

@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# The checks that need an NVIDIA GPU, in one go (under 8 minutes on one H100-class GPU):
+#   1. nvidia-smi, to record the machine;
+#   2. configure and build build-gpu (the "cuda" preset: CUDA required, warnings are errors),
+#      for the GPU's own architecture, without benchmarks and examples;
+#   3. the whole test suite (ctest), in which the device-parity suites now run instead of skipping;
+#   4. compute-sanitizer memcheck over the device suites, when it is installed;
+#   5. one epoch of mlp and cnn with `ember train` on the GPU and on the CPU, then a table of
+#      throughput, accuracy and peak GPU memory, with the GPU/CPU speedup (LOGDIR/summary.md).
+# Every stage's exit status is recorded; a failed stage does not stop the later ones. The script
+# exits non-zero when any stage failed, after printing the table. Nothing is downloaded: without
+# Fashion-MNIST on disk, training is skipped (and said so).
+#
+# Usage: tools/gpu-check.sh LOGDIR
+# Environment (all optional):
+#   GPU_CHECK_DEVICE      device for the accelerator runs [cuda]; "cpu" rehearses the script on a
+#                         machine without a GPU (skips nvidia-smi and the sanitizer)
+#   GPU_CHECK_BUILD_DIR   build folder [build-gpu]
+#   GPU_CHECK_SKIP_BUILD  1: use the existing build folder as it is
+#   GPU_CHECK_SKIP_TESTS  1: skip ctest and the sanitizer
+#   GPU_CHECK_DATA        Fashion-MNIST folder [first of /usr/share/datasets/fashion-mnist,
+#                         shared/fashion-mnist, ../shared/fashion-mnist, data/fashion-mnist]
+#   GPU_CHECK_LIMIT       --limit for every training run (a quick rehearsal)
+#   GPU_CHECK_CPU_CNN_LIMIT  --limit for the CPU cnn run only [10000]: a full CPU epoch of the cnn
+#                         takes minutes, and samples/s does not depend on the limit
+#   GPU_CHECK_SANITIZER_TIMEOUT  seconds for compute-sanitizer [180]
+set -euo pipefail
+
+if [[ $# -ne 1 ]]; then
+  echo "usage: $0 LOGDIR" >&2
+  exit 2
+fi
+mkdir -p "$1"
+LOGDIR=$(cd "$1" && pwd)
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+DEVICE=${GPU_CHECK_DEVICE:-cuda}
+BUILD=${GPU_CHECK_BUILD_DIR:-build-gpu}
+SANITIZER_TIMEOUT=${GPU_CHECK_SANITIZER_TIMEOUT:-180}
+JOBS=$(nproc)
+SANITIZER=$(command -v compute-sanitizer || true)
+for candidate in "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" /usr/local/cuda/bin/compute-sanitizer; do
+  [[ -z $SANITIZER && -x $candidate ]] && SANITIZER=$candidate
+done
+GPU=1
+[[ $DEVICE == cpu ]] && GPU=0
+
+# ---- stage bookkeeping ----
+declare -a STAGES=()
+declare -A STATUS=()
+FAILED=0
+
+# run_stage NAME LOG CMD...: runs CMD with its output in LOG (also shown), records the status.
+run_stage() {
+  local name=$1 log=$2
+  shift 2
+  echo
+  echo "==== $name: $*"
+  local start=$SECONDS rc
+  set +e
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  STAGES+=("$name")
+  if [[ $rc -eq 0 ]]; then
+    STATUS[$name]="ok ($((SECONDS - start)) s)"
+  else
+    STATUS[$name]="FAILED, exit $rc ($((SECONDS - start)) s, log $log)"
+    FAILED=1
+  fi
+  echo "==== $name: ${STATUS[$name]}"
+  return 0
+}
+
+fail_stage() {
+  STAGES+=("$1")
+  STATUS[$1]="FAILED: $2"
+  FAILED=1
+  echo
+  echo "==== $1: FAILED: $2"
+}
+
+skip_stage() {
+  STAGES+=("$1")
+  STATUS[$1]="skipped: $2"
+  echo
+  echo "==== $1: skipped: $2"
+}
+
+# ---- 1. the machine ----
+if [[ $GPU -eq 1 ]]; then
+  if command -v nvidia-smi >/dev/null; then
+    run_stage nvidia-smi "$LOGDIR/nvidia-smi.log" nvidia-smi
+  else
+    fail_stage nvidia-smi "nvidia-smi not found (no NVIDIA driver?)"
+  fi
+else
+  skip_stage nvidia-smi "GPU_CHECK_DEVICE=$DEVICE"
+fi
+
+# ---- 2. configure and build ----
+if [[ ${GPU_CHECK_SKIP_BUILD:-0} == 1 ]]; then
+  skip_stage configure "GPU_CHECK_SKIP_BUILD=1 (using $BUILD as it is)"
+  skip_stage build "GPU_CHECK_SKIP_BUILD=1"
+else
+  # Machine code for this GPU only (the build is for this machine): its compute capability from
+  # nvidia-smi; failing that, no setting at all, so that ember's CMake chooses
+  # (cmake/EmberDependencies.cmake). -U drops a value cached by an earlier configure.
+  configure=(cmake --preset cuda -B "$BUILD" -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF)
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .' || true)
+  if [[ $cap =~ ^[0-9]+$ ]]; then
+    configure+=(-DCMAKE_CUDA_ARCHITECTURES="$cap")
+  else
+    configure+=(-UCMAKE_CUDA_ARCHITECTURES)
+  fi
+  if [[ $GPU -eq 0 ]]; then
+    configure=(cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_BENCHMARKS=OFF
+      -DEMBER_BUILD_EXAMPLES=OFF)
+  fi
+  command -v ccache >/dev/null && configure+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  run_stage configure "$LOGDIR/configure.log" "${configure[@]}"
+  if [[ ${STATUS[configure]} == ok* ]]; then
+    run_stage build "$LOGDIR/build.log" cmake --build "$BUILD" -j"$JOBS"
+  else
+    skip_stage build "configure failed"
+  fi
+fi
+BUILT=0
+[[ -x $BUILD/ember ]] && BUILT=1
+
+# ---- 3. the test suite ----
+if [[ ${GPU_CHECK_SKIP_TESTS:-0} == 1 ]]; then
+  skip_stage ctest "GPU_CHECK_SKIP_TESTS=1"
+elif [[ ! -x $BUILD/tests/ember_tests ]]; then
+  fail_stage ctest "$BUILD/tests/ember_tests was not built"
+else
+  run_stage ctest "$LOGDIR/ctest.log" ctest --test-dir "$BUILD" -j4 --output-on-failure
+  # Which device cases ran and which skipped, for the record.
+  "$BUILD/tests/ember_tests" --gtest_filter='*Device*:*Cuda*' --gtest_brief=1 >"$LOGDIR/device-suites.log" 2>&1 || true
+fi
+
+# ---- 4. compute-sanitizer ----
+if [[ $GPU -eq 0 ]]; then
+  skip_stage sanitizer "GPU_CHECK_DEVICE=$DEVICE"
+elif [[ ${GPU_CHECK_SKIP_TESTS:-0} == 1 ]]; then
+  skip_stage sanitizer "GPU_CHECK_SKIP_TESTS=1"
+elif [[ -z $SANITIZER ]]; then
+  skip_stage sanitizer "compute-sanitizer is not installed (not on PATH nor in \$CUDA_HOME/bin or /usr/local/cuda/bin)"
+elif [[ ! -x $BUILD/tests/ember_tests ]]; then
+  skip_stage sanitizer "$BUILD/tests/ember_tests was not built"
+else
+  # Memcheck slows kernels down a hundredfold; the time limit keeps the whole check bounded.
+  run_stage sanitizer "$LOGDIR/sanitizer.log" timeout "$SANITIZER_TIMEOUT" "$SANITIZER" --tool memcheck \
+    --error-exitcode 97 "$BUILD/tests/ember_tests" --gtest_filter='*Device*:*Cuda*'
+  [[ ${STATUS[sanitizer]} == *"exit 124"* ]] && STATUS[sanitizer]+=" — timed out after ${SANITIZER_TIMEOUT} s"
+fi
+
+# ---- 5. training ----
+find_data() {
+  local d
+  for d in ${GPU_CHECK_DATA:+"$GPU_CHECK_DATA"} /usr/share/datasets/fashion-mnist shared/fashion-mnist \
+    ../shared/fashion-mnist data/fashion-mnist; do
+    if [[ -e $d/train-images-idx3-ubyte || -e $d/train-images-idx3-ubyte.gz ]]; then
+      echo "$d"
+      return 0
+    fi
+  done
+  return 1
+}
+
+run_label() {  # the run directory's device part: "cuda", "cpu", or "cpu-as-gpu" in a rehearsal
+  if [[ $1 == gpu ]]; then
+    if [[ $GPU -eq 1 ]]; then echo "${DEVICE//:/_}"; else echo "$DEVICE-as-gpu"; fi
+  else
+    echo cpu
+  fi
+}
+
+declare -a RUNS=()
+DATA=""
+if [[ $BUILT -eq 0 ]]; then
+  fail_stage train "$BUILD/ember was not built"
+elif ! DATA=$(find_data); then
+  skip_stage train "Fashion-MNIST not found (looked in ${GPU_CHECK_DATA:+$GPU_CHECK_DATA, }/usr/share/datasets/fashion-mnist, shared/, ../shared/, data/; set GPU_CHECK_DATA); this script downloads nothing"
+else
+  for model in mlp cnn; do
+    for role in gpu cpu; do
+      dev=$DEVICE
+      [[ $role == cpu ]] && dev=cpu
+      label=$(run_label "$role")
+      out="$LOGDIR/train-$model-$label"
+      rm -rf "$out"
+      limit=${GPU_CHECK_LIMIT:-}
+      [[ -z $limit && $role == cpu && $model == cnn ]] && limit=${GPU_CHECK_CPU_CNN_LIMIT:-10000}
+      args=(train --model "$model" --epochs 1 --device "$dev" --data "$DATA" --out "$out" --progress lines)
+      [[ -n $limit ]] && args+=(--limit "$limit")
+      mkdir -p "$out"
+      # Sample the GPU's memory use while the GPU run trains: the driver's view (context included).
+      smi_pid=""
+      if [[ $role == gpu && $GPU -eq 1 ]] && command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$out/nvidia-smi-memory.log" 2>&1 &
+        smi_pid=$!
+      fi
+      run_stage "train-$model-$label" "$out/train.log" "$BUILD/ember" "${args[@]}"
+      if [[ -n $smi_pid ]]; then
+        kill "$smi_pid" 2>/dev/null || true
+        wait "$smi_pid" 2>/dev/null || true
+      fi
+      RUNS+=("$model|$role|$label|$out|${limit:-all}")
+    done
+  done
+fi
+
+# ---- the table ----
+# The last row's value of a metrics.csv column ("" when the column is missing).
+csv_column() {
+  local file=$1 pattern=$2
+  [[ -f $file ]] || return 0
+  awk -F, -v pat="$pattern" 'NR == 1 { for (i = 1; i <= NF; i++) if (tolower($i) ~ pat) col = i; next }
+    col { v = $col } END { if (col) print v }' "$file"
+}
+
+# Peak GPU memory held by ember's tensors, in MiB: metrics.csv's peak_gpu_mib column.
+ember_peak_mib() {
+  local v
+  v=$(csv_column "$1/metrics.csv" '^peak_gpu_mib$')
+  echo "${v:-n/a}"
+}
+
+# The driver's peak memory use during the run, minus the use before it (MiB).
+smi_peak_mib() {
+  local f=$1/nvidia-smi-memory.log
+  [[ -s $f ]] || {
+    echo "n/a"
+    return 0
+  }
+  awk 'NR == 1 { base = $1 } $1 + 0 > max { max = $1 + 0 } END { if (NR) printf "%d", max - base; else print "n/a" }' "$f"
+}
+
+declare -A SPS=()
+{
+  echo "# ember GPU check — $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "Build: \`$BUILD\`; accelerator device: \`$DEVICE\`; data: \`${DATA:-none}\`"
+  echo
+  echo "| stage | status |"
+  echo "|---|---|"
+  for s in "${STAGES[@]}"; do echo "| $s | ${STATUS[$s]} |"; done
+  echo
+  if [[ ${#RUNS[@]} -gt 0 ]]; then
+    echo "| model | device | train images | samples/s | test accuracy | peak GPU memory (ember) | GPU memory used (nvidia-smi) | speedup vs cpu |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for r in "${RUNS[@]}"; do
+      IFS='|' read -r model role dev out limit <<<"$r"
+      sps=$(csv_column "$out/metrics.csv" '^samples_per_second$')
+      SPS[$model-$role]=${sps:-}
+    done
+    for r in "${RUNS[@]}"; do
+      IFS='|' read -r model role dev out limit <<<"$r"
+      sps=${SPS[$model-$role]:-}
+      acc=$(csv_column "$out/metrics.csv" '^test_accuracy$')
+      [[ -n $acc ]] && acc=$(awk -v a="$acc" 'BEGIN { printf "%.2f%%", 100 * a }')
+      peak="n/a"
+      smi="n/a"
+      speedup="—"
+      if [[ $role == gpu ]]; then
+        peak=$(ember_peak_mib "$out")
+        smi=$(smi_peak_mib "$out")
+        [[ $smi != n/a ]] && smi="$smi MiB"
+        [[ $peak =~ ^[0-9.]+$ ]] && peak="$peak MiB"
+        cpu_sps=${SPS[$model-cpu]:-}
+        if [[ -n $sps && -n $cpu_sps ]]; then
+          speedup=$(awk -v g="$sps" -v c="$cpu_sps" 'BEGIN { if (c > 0) printf "%.1fx", g / c; else print "n/a" }')
+        fi
+      fi
+      echo "| $model | $dev | $limit | ${sps:-FAILED} | ${acc:-FAILED} | $peak | $smi | $speedup |"
+    done
+    echo
+    echo "samples/s and test accuracy come from each run's metrics.csv (one epoch; test accuracy on the"
+    echo "full test set). \"peak GPU memory (ember)\" is what the run directory reports, n/a when it"
+    echo "reports none; the nvidia-smi column is the driver's peak during the run above the use before"
+    echo "it, CUDA context and cached blocks included."
+  fi
+  echo
+  if [[ $FAILED -eq 0 ]]; then echo "Result: every stage passed."; else echo "Result: FAILED (see the stages above)."; fi
+} | tee "$LOGDIR/summary.md"
+
+exit "$FAILED"
