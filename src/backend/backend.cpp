@@ -66,4 +66,17 @@ TensorView view_of(const Tensor& t) {
   return TensorView{impl.data(), impl.sizes, impl.strides, impl.dtype, device.has_index() ? device.index() : 0};
 }
 
+void check_fused_update_views(const char* op, const TensorView& param,
+                              std::initializer_list<const TensorView*> others) {
+  EMBER_CHECK(param.dtype == kFloat32 || param.dtype == kFloat64, "[", op,
+              "] fused update needs float32 or float64, got ", dtype_name(param.dtype));
+  EMBER_CHECK(param.is_contiguous(), "[", op, "] parameter must be contiguous");
+  for (const TensorView* v : others) {
+    if (v->data == nullptr) continue;
+    EMBER_CHECK(v->dtype == param.dtype && v->numel() == param.numel() && v->is_contiguous() &&
+                    v->device_index == param.device_index,
+                "[", op, "] state and gradient must be contiguous and match the parameter's dtype, size and device");
+  }
+}
+
 }  // namespace ember

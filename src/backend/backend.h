@@ -10,6 +10,7 @@
 // Backends never see a Tensor, only TensorView, so kernels can be tested in isolation.
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@
 
 namespace ember {
 class Tensor;
+namespace kernels {
+struct SgdStep;  // kernels/optim_ops.h
+struct AdamStep;
+}  // namespace kernels
 
 enum class UnaryOp : uint8_t {
 #define EMBER_ENUM(name, str) name,
@@ -156,6 +161,16 @@ class Backend {
   /// out (already holding a copy of the input) += src scattered at index along dim.
   virtual void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) = 0;
 
+  /// Fused optimizer updates, one pass over a parameter (kernels/optim_ops.h has the math). All
+  /// views are contiguous, of one size and of one dtype, float32 or float64; state views are
+  /// updated in place, and a state view the update does not use (no momentum, no amsgrad) has
+  /// null data.
+  virtual void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
+                        const kernels::SgdStep& step) = 0;
+  virtual void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
+                         const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
+                         const kernels::AdamStep& step) = 0;
+
   /// Fills `out` (contiguous) from this device type's default generator.
   virtual void random(const TensorView& out, const RandomArgs& args) = 0;
   virtual void randperm(const TensorView& out) = 0;
@@ -165,6 +180,10 @@ class Backend {
   virtual std::vector<uint8_t> rng_state() = 0;
   virtual void set_rng_state(std::span<const uint8_t> state) = 0;
 };
+
+/// The checks every backend's sgd_step/adam_step makes: a float32/float64 contiguous parameter,
+/// and gradient and state views (those with data) of its dtype, size and device, contiguous.
+void check_fused_update_views(const char* op, const TensorView& param, std::initializer_list<const TensorView*> others);
 
 /// The backend for a device type, or nullptr when this build has none.
 Backend* find_backend(DeviceType type);

@@ -4,9 +4,12 @@
 
 #include <cmath>
 
+#include "backend/backend.h"
 #include "core/check.h"
+#include "ember/detail/tensor_impl.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "kernels/optim_ops.h"
 
 namespace ember::optim {
 namespace {
@@ -20,6 +23,32 @@ std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
 void check_lr(double lr) { EMBER_CHECK(lr >= 0.0, "Invalid learning rate: ", python_float(lr)); }
 void check_eps(double eps) { EMBER_CHECK(eps >= 0.0, "Invalid epsilon value: ", python_float(eps)); }
 void check_weight_decay(double wd) { EMBER_CHECK(wd >= 0.0, "Invalid weight_decay value: ", python_float(wd)); }
+
+/// Whether one fused backend call can replace the op-by-op update: every tensor contiguous,
+/// float32 or float64 like the parameter, on its device. (Others, e.g. float16 parameters, keep
+/// the op-by-op path, which rounds to 16 bits between ops as PyTorch does.)
+bool fusable(const Tensor& param, std::initializer_list<const Tensor*> others) {
+  if ((param.dtype() != kFloat32 && param.dtype() != kFloat64) || !param.is_contiguous()) return false;
+  for (const Tensor* t : others) {
+    if (!t->defined()) continue;
+    if (t->dtype() != param.dtype() || t->device() != param.device() || !t->is_contiguous() ||
+        t->numel() != param.numel()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// A view for a fused update, or an empty one (null data) for state the update does not use.
+TensorView view_or_null(const Tensor& t) { return t.defined() ? view_of(t) : TensorView{}; }
+
+/// What in-place ops would have done: tensors written by a fused update count as modified, so
+/// autograd still refuses a graph that saved them before the step.
+void mark_written(std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors) {
+    if (t->defined()) t->impl().storage->bump_version();
+  }
+}
 
 /// self.lerp_(end, weight) with PyTorch's CPU formula, which switches form at weight 0.5.
 void lerp_(Tensor& self, const Tensor& end, double weight) {
@@ -119,20 +148,37 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(single_group(std:
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults) : Optimizer(std::move(groups), sgd_options(defaults)) {}
 
 void SGD::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state) {
-  Tensor g = effective_grad(group, param, grad);
-  double momentum = group.get("momentum");
-  if (momentum != 0) {
-    auto it = state.find("momentum_buffer");
-    Tensor buf;
-    if (it == state.end()) {
-      buf = g.detach().clone();
-      state["momentum_buffer"] = buf;
-    } else {
-      buf = it->second;
-      buf.mul_(momentum);
-      buf.add_(g, 1.0 - group.get("dampening"));
+  const double momentum = group.get("momentum");
+  auto it = state.find("momentum_buffer");
+  const bool first_step = momentum != 0 && it == state.end();
+  Tensor buffer = it != state.end() ? it->second : Tensor();
+  if (fusable(param, {&grad, &buffer})) {
+    if (first_step) {
+      buffer = empty_like(param);
+      state["momentum_buffer"] = buffer;
     }
-    g = group.get("nesterov") != 0 ? g.add(buf, momentum) : buf;
+    kernels::SgdStep step;
+    step.lr = group.lr();
+    step.weight_decay = group.get("weight_decay");
+    step.momentum = momentum;
+    step.dampening = group.get("dampening");
+    step.nesterov = group.get("nesterov") != 0;
+    step.maximize = group.get("maximize") != 0;
+    step.first_step = first_step;
+    backend_for(param.device()).sgd_step(view_of(param), view_of(grad), view_or_null(buffer), step);
+    mark_written({&param, &buffer});
+    return;
+  }
+  Tensor g = effective_grad(group, param, grad);
+  if (momentum != 0) {
+    if (first_step) {
+      buffer = g.detach().clone();
+      state["momentum_buffer"] = buffer;
+    } else {
+      buffer.mul_(momentum);
+      buffer.add_(g, 1.0 - group.get("dampening"));
+    }
+    g = group.get("nesterov") != 0 ? g.add(buffer, momentum) : buffer;
   }
   param.add_(g, -group.lr());
 }
@@ -154,8 +200,35 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, st
     state["exp_avg_sq"] = zeros_like(param);
     if (amsgrad) state["max_exp_avg_sq"] = zeros_like(param);
   }
-  Tensor g = group.get("maximize") != 0 ? grad.neg() : grad;
   const double step = increment_step(state);
+  const double bias_correction1 = 1.0 - std::pow(beta1, step);
+  const double bias_correction2 = 1.0 - std::pow(beta2, step);
+  const double step_size = lr / bias_correction1;
+  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+  if (amsgrad && !state["max_exp_avg_sq"].defined()) {
+    state["max_exp_avg_sq"] = zeros_like(param);  // amsgrad switched on after the first step
+  }
+  Tensor& exp_avg = state["exp_avg"];
+  Tensor& exp_avg_sq = state["exp_avg_sq"];
+  Tensor max_sq = amsgrad ? state["max_exp_avg_sq"] : Tensor();
+  if (fusable(param, {&grad, &exp_avg, &exp_avg_sq, &max_sq})) {
+    kernels::AdamStep fused;
+    fused.lr = lr;
+    fused.beta1 = beta1;
+    fused.beta2 = beta2;
+    fused.eps = group.get("eps");
+    fused.weight_decay = weight_decay;
+    fused.step_size = step_size;
+    fused.bias_correction2_sqrt = bias_correction2_sqrt;
+    fused.decoupled = decoupled_weight_decay_;
+    fused.maximize = group.get("maximize") != 0;
+    fused.amsgrad = amsgrad;
+    backend_for(param.device())
+        .adam_step(view_of(param), view_of(grad), view_of(exp_avg), view_of(exp_avg_sq), view_or_null(max_sq), fused);
+    mark_written({&param, &exp_avg, &exp_avg_sq, &max_sq});
+    return;
+  }
+  Tensor g = group.get("maximize") != 0 ? grad.neg() : grad;
   if (weight_decay != 0) {
     if (decoupled_weight_decay_) {
       param.mul_(1.0 - lr * weight_decay);
@@ -163,19 +236,11 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, st
       g = g.add(param, weight_decay);
     }
   }
-  Tensor& exp_avg = state["exp_avg"];
-  Tensor& exp_avg_sq = state["exp_avg_sq"];
   lerp_(exp_avg, g, 1.0 - beta1);
   decay_add_square_(exp_avg_sq, g, beta2);
 
-  const double bias_correction1 = 1.0 - std::pow(beta1, step);
-  const double bias_correction2 = 1.0 - std::pow(beta2, step);
-  const double step_size = lr / bias_correction1;
-  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
   Tensor second_moment = exp_avg_sq;
   if (amsgrad) {
-    Tensor& max_sq = state["max_exp_avg_sq"];
-    if (!max_sq.defined()) max_sq = zeros_like(param);  // amsgrad switched on after the first step
     max_sq.copy_(maximum(max_sq, exp_avg_sq));
     second_moment = max_sq;
   }

@@ -5,7 +5,7 @@
 //   reduce.cpp       reductions                   softmax.cpp      softmax, log_softmax
 //   matmul.cpp       matrix products (BLAS)       indexing.cpp     index_select, gather, scatter_add
 //   conv.cpp         2-D convolution              pool.cpp         2-D max/average pooling
-//   random.cpp       the default generator
+//   random.cpp       the default generator        optim.cpp        fused optimizer updates
 #include "backend/backend.h"
 
 namespace ember::cpu {
@@ -48,6 +48,11 @@ class CpuBackend final : public Backend {
   void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) override;
 
+  void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
+                const kernels::SgdStep& step) override;
+  void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
+                 const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
+                 const kernels::AdamStep& step) override;
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;
