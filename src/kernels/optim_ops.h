@@ -16,11 +16,11 @@
 
 namespace ember::kernels {
 
-/// a + alpha * b as Tensor::add_(b, alpha) computes it: a plain add when alpha is 1 (the front
-/// end takes that path), otherwise one fused multiply-add with alpha rounded to C.
+/// a + alpha * b as Tensor::add_(b, alpha) computes it: one fused multiply-add with alpha
+/// rounded to C. (For alpha 1 the front end adds instead; fma(1, b, a) rounds a + b once, the
+/// same bits, so no branch is needed here, which keeps the CPU loops vectorisable.)
 template <typename C>
 EMBER_HD C add_alpha(C a, C b, double alpha) {
-  if (alpha == 1.0) return Add{}(a, b);
   return AddScaled<C>{static_cast<C>(alpha)}(a, b);
 }
 
@@ -55,30 +55,27 @@ struct AdamStep {
   bool decoupled = false;            // AdamW's weight decay
   bool maximize = false, amsgrad = false;
 
+  // Each option picks between values computed either way, without branches: the CPU loop then
+  // vectorises (GCC will not if-convert this many loop-invariant branches), and a GPU warp never
+  // diverges on them anyway.
   template <typename C>
   EMBER_HD void operator()(C& param, C grad, C& exp_avg, C& exp_avg_sq, C& max_exp_avg_sq) const {
     C g = maximize ? Neg{}(grad) : grad;
-    if (weight_decay != 0) {
-      if (decoupled) {
-        param = Mul{}(param, static_cast<C>(1.0 - lr * weight_decay));
-      } else {
-        g = add_alpha(g, param, weight_decay);
-      }
-    }
+    const C decayed_param = Mul{}(param, static_cast<C>(1.0 - lr * weight_decay));  // AdamW
+    const C l2_grad = add_alpha(g, param, weight_decay);                            // Adam
+    param = weight_decay != 0 && decoupled ? decayed_param : param;
+    g = weight_decay != 0 && !decoupled ? l2_grad : g;
     // exp_avg.lerp_(g, 1 - beta1), with the CPU formula that switches form at weight 0.5.
     const double weight = 1.0 - beta1;
-    if (weight < 0.5) {
-      exp_avg = add_alpha(exp_avg, Sub{}(g, exp_avg), weight);
-    } else {
-      exp_avg = add_alpha(g, Sub{}(g, exp_avg), -(1.0 - weight));
-    }
+    const C diff = Sub{}(g, exp_avg);
+    const C from_start = add_alpha(exp_avg, diff, weight);
+    const C from_end = add_alpha(g, diff, -(1.0 - weight));
+    exp_avg = weight < 0.5 ? from_start : from_end;
     // exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
     exp_avg_sq = add_alpha(Mul{}(exp_avg_sq, static_cast<C>(beta2)), Mul{}(g, g), 1.0 - beta2);
-    C second_moment = exp_avg_sq;
-    if (amsgrad) {
-      max_exp_avg_sq = Maximum{}(max_exp_avg_sq, exp_avg_sq);
-      second_moment = max_exp_avg_sq;
-    }
+    const C running_max = Maximum{}(max_exp_avg_sq, exp_avg_sq);
+    max_exp_avg_sq = amsgrad ? running_max : max_exp_avg_sq;
+    const C second_moment = amsgrad ? running_max : exp_avg_sq;
     const C denom = Add{}(Div{}(Sqrt{}(second_moment), static_cast<C>(bias_correction2_sqrt)), static_cast<C>(eps));
     param = add_alpha(param, Div{}(exp_avg, denom), -step_size);
   }
