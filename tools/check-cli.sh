@@ -66,7 +66,9 @@ if [[ -e $data/train-images-idx3-ubyte || -e $data/train-images-idx3-ubyte.gz ]]
   run="$scratch/run"
   "$ember" train --limit 12800 --epochs 2 --out "$run" --progress lines --threads 1 >"$scratch/log" 2>&1 &
   pid=$!
-  for _ in $(seq 1 100); do grep -q "run dir" "$scratch/log" && break; sleep 0.1; done
+  # The banner's last line comes after the Ctrl-C handler is installed; a loaded CI machine may
+  # take a while to load the data set before it, so wait up to a minute for it.
+  for _ in $(seq 1 600); do grep -q "run dir" "$scratch/log" && break; sleep 0.1; done
   sleep 1
   kill -INT "$pid"
   wait "$pid"

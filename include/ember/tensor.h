@@ -102,17 +102,27 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor detach() const;
-  /// Copies src into *this (broadcasting src), converting dtype and device as needed.
-  Tensor& copy_(const Tensor& src);
+  /// Copies src into *this (broadcasting src), converting dtype and device as needed. With
+  /// non_blocking, a copy between pinned host memory and a GPU may still be running when this
+  /// returns (PyTorch's semantics: synchronise before reading or reusing the host memory).
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
   Tensor& fill_(const Scalar& value);
   Tensor& zero_() { return fill_(0); }
 
   // ---- moving between devices and dtypes; returns *this when nothing changes ----
+  // non_blocking: a copy from pinned memory to a GPU, or from a GPU to the host (into pinned
+  // memory), is queued without waiting; call cuda::synchronize() before reading the result on
+  // the host. Other copies are synchronous, as in PyTorch.
   Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
   Tensor to(Dtype dtype, bool non_blocking = false, bool copy = false) const;
   Tensor to(Device device, Dtype dtype, bool non_blocking = false, bool copy = false) const;
   Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
   Tensor cpu() const { return to(Device(DeviceType::CPU)); }
+  /// A copy of this CPU tensor in pinned (page-locked) host memory, which a GPU copies to and
+  /// from asynchronously: x.pin_memory().to(device, /*non_blocking=*/true) does not wait. Needs
+  /// a usable GPU (ember::Error otherwise); returns *this when already pinned.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
   Tensor cuda(int index = -1) const { return to(Device(DeviceType::CUDA, index)); }
   Tensor float_() const { return to(kFloat32); }
   Tensor double_() const { return to(kFloat64); }

@@ -66,6 +66,11 @@ TensorView view_of(const Tensor& t) {
   return TensorView{impl.data(), impl.sizes, impl.strides, impl.dtype, device.has_index() ? device.index() : 0};
 }
 
+void* Backend::allocate_pinned(size_t /*nbytes*/) {
+  detail::fail("pinned memory needs an accelerator backend; ", device_type_name(type()), " has none");
+}
+void Backend::free_pinned(void* /*ptr*/) noexcept {}
+
 void check_fused_update_views(const char* op, const TensorView& param,
                               std::initializer_list<const TensorView*> others) {
   EMBER_CHECK(param.dtype == kFloat32 || param.dtype == kFloat64, "[", op,

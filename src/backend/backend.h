@@ -105,8 +105,15 @@ class Backend {
   // Copies. copy() converts dtype and handles any strides (dst and src have equal sizes, or src
   // is broadcast); the host copies move contiguous bytes between host memory and this device.
   virtual void copy(const TensorView& dst, const TensorView& src) = 0;
-  virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index) = 0;
-  virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index) = 0;
+  /// With non_blocking the copy may still be running when the call returns: the host memory
+  /// must then be pinned (allocate_pinned) and must not be touched until the device has
+  /// synchronised. Without it, the call returns once the copy is complete.
+  virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) = 0;
+  /// Page-locked host memory that this device type copies to and from asynchronously (the
+  /// storage of Tensor::pin_memory()). Only backends of devices with their own memory have it.
+  virtual void* allocate_pinned(size_t nbytes);
+  virtual void free_pinned(void* ptr) noexcept;
   virtual void fill(const TensorView& out, const Scalar& value) = 0;
 
   // Element-wise.

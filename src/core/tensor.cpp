@@ -17,6 +17,10 @@ namespace ember {
 namespace detail {
 
 Storage::~Storage() {
+  if (pinned_) {
+    if (Backend* cuda = find_backend(DeviceType::CUDA)) cuda->free_pinned(data_);
+    return;
+  }
   if (Backend* b = find_backend(device_.type()); b != nullptr && data_ != nullptr) {
     b->deallocate(data_, nbytes_, device_.has_index() ? device_.index() : 0);
   }
@@ -56,6 +60,21 @@ Tensor make_tensor(IntList sizes, Dtype dtype, Device device) {
   return Tensor(std::move(impl));
 }
 
+Tensor make_pinned_tensor(IntList sizes, Dtype dtype) {
+  EMBER_CHECK(cuda::is_available(), "pin_memory: pinned memory is for copies to a GPU, and CUDA is not available: ",
+              cuda::unavailable_reason());
+  const int64_t n = numel_of(sizes);
+  const size_t nbytes = static_cast<size_t>(n) * element_size(dtype);
+  void* data = find_backend(DeviceType::CUDA)->allocate_pinned(nbytes);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(data, nbytes, Device(DeviceType::CPU), /*pinned=*/true);
+  impl->sizes = Dims(sizes);
+  impl->strides = contiguous_strides(sizes);
+  impl->numel = n;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
 Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.impl().storage;
@@ -75,7 +94,8 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
 }
 
 void check_defined(const Tensor& t, const char* op) {
-  EMBER_CHECK(t.defined(), "[", op, "] the tensor is undefined (default-constructed); create it with a factory "
+  EMBER_CHECK(t.defined(), "[", op,
+              "] the tensor is undefined (default-constructed); create it with a factory "
               "such as ember::zeros first");
 }
 
@@ -108,16 +128,26 @@ Scalar Tensor::item() const {
   Tensor host = is_cpu() ? *this : to(Device(DeviceType::CPU));
   const void* p = host.data_ptr();
   switch (dtype()) {
-    case Dtype::Bool: return Scalar(*static_cast<const bool*>(p));
-    case Dtype::UInt8: return Scalar(*static_cast<const uint8_t*>(p));
-    case Dtype::Int8: return Scalar(*static_cast<const int8_t*>(p));
-    case Dtype::Int16: return Scalar(*static_cast<const int16_t*>(p));
-    case Dtype::Int32: return Scalar(*static_cast<const int32_t*>(p));
-    case Dtype::Int64: return Scalar(*static_cast<const int64_t*>(p));
-    case Dtype::Float16: return Scalar(*static_cast<const Half*>(p));
-    case Dtype::BFloat16: return Scalar(*static_cast<const BFloat16*>(p));
-    case Dtype::Float32: return Scalar(*static_cast<const float*>(p));
-    case Dtype::Float64: return Scalar(*static_cast<const double*>(p));
+    case Dtype::Bool:
+      return Scalar(*static_cast<const bool*>(p));
+    case Dtype::UInt8:
+      return Scalar(*static_cast<const uint8_t*>(p));
+    case Dtype::Int8:
+      return Scalar(*static_cast<const int8_t*>(p));
+    case Dtype::Int16:
+      return Scalar(*static_cast<const int16_t*>(p));
+    case Dtype::Int32:
+      return Scalar(*static_cast<const int32_t*>(p));
+    case Dtype::Int64:
+      return Scalar(*static_cast<const int64_t*>(p));
+    case Dtype::Float16:
+      return Scalar(*static_cast<const Half*>(p));
+    case Dtype::BFloat16:
+      return Scalar(*static_cast<const BFloat16*>(p));
+    case Dtype::Float32:
+      return Scalar(*static_cast<const float*>(p));
+    case Dtype::Float64:
+      return Scalar(*static_cast<const double*>(p));
   }
   detail::fail("[item] unknown dtype");
 }
@@ -141,8 +171,8 @@ Dims infer_size(IntList shape, int64_t numel) {
     }
   }
   if (infer) {
-    EMBER_CHECK(known != 0 && numel % known == 0, "shape '", detail::shape_str(shape), "' is invalid for input of size ",
-                numel);
+    EMBER_CHECK(known != 0 && numel % known == 0, "shape '", detail::shape_str(shape),
+                "' is invalid for input of size ", numel);
     out[*infer] = numel / known;
   } else {
     EMBER_CHECK(known == numel, "shape '", detail::shape_str(shape), "' is invalid for input of size ", numel);
@@ -220,8 +250,8 @@ Tensor Tensor::view(IntList sizes) const {
 Tensor Tensor::reshape(IntList sizes) const {
   Dims shape = infer_size(sizes, numel());
   if (auto strides = view_strides(impl().sizes, impl().strides, shape)) {
-    return with_grad(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this,
-                     "ViewBackward0", [in = Dims(this->sizes())](const Tensor& g) { return g.reshape(in); });
+    return with_grad(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "ViewBackward0",
+                     [in = Dims(this->sizes())](const Tensor& g) { return g.reshape(in); });
   }
   return contiguous().view(shape);
 }
@@ -258,16 +288,16 @@ Tensor Tensor::permute(IntList dims) const {
   }
   Dims inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], dim())] = static_cast<int64_t>(i);
-  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
-                   "PermuteBackward0", [inverse](const Tensor& g) { return g.permute(inverse); });
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this, "PermuteBackward0",
+                   [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   EMBER_CHECK(dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
   d = wrap_dim(d, dim());
   const int64_t n = impl().sizes[d];
-  EMBER_CHECK(start >= -n && start <= n, "start out of range (expected to be in range of [", -n, ", ", n,
-              "], but got ", start, ")");
+  EMBER_CHECK(start >= -n && start <= n, "start out of range (expected to be in range of [", -n, ", ", n, "], but got ",
+              start, ")");
   if (start < 0) start += n;
   EMBER_CHECK(length >= 0 && start <= n - length, "start (", start, ") + length (", length,
               ") exceeds dimension size (", n, ").");
@@ -289,8 +319,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
                    embed_into(impl().sizes, [d, index](Tensor& full) { return full.select(d, index); }));
 }
 
-Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<int64_t> end_opt,
-                     int64_t step) const {
+Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<int64_t> end_opt, int64_t step) const {
   EMBER_CHECK(dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
   EMBER_CHECK(step > 0, "slice step must be positive");
   d = wrap_dim(d, dim());
@@ -304,8 +333,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   int64_t offset = storage_offset() + start * strides[d];
   sizes[d] = (end - start + step - 1) / step;
   strides[d] *= step;
-  return with_grad(make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SliceBackward0",
-                   embed_into(impl().sizes, [d, start, end, step](Tensor& full) { return full.slice(d, start, end, step); }));
+  return with_grad(
+      make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SliceBackward0",
+      embed_into(impl().sizes, [d, start, end, step](Tensor& full) { return full.slice(d, start, end, step); }));
 }
 
 Tensor Tensor::squeeze() const {
@@ -316,8 +346,8 @@ Tensor Tensor::squeeze() const {
       strides.push_back(impl().strides[i]);
     }
   }
-  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
-                   "SqueezeBackward0", [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this, "SqueezeBackward0",
+                   [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -327,8 +357,8 @@ Tensor Tensor::squeeze(int64_t d) const {
     sizes.erase(d);
     strides.erase(d);
   }
-  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
-                   "SqueezeBackward1", [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this, "SqueezeBackward1",
+                   [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -343,9 +373,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 
 Tensor Tensor::expand(IntList target) const {
   EMBER_CHECK(static_cast<int64_t>(target.size()) >= dim(), "expand(", dtype_name(dtype()), "{",
-              detail::shape_str(sizes()), "}, size=", detail::shape_str(target),
-              "): the number of sizes provided (", target.size(),
-              ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+              detail::shape_str(sizes()), "}, size=", detail::shape_str(target), "): the number of sizes provided (",
+              target.size(), ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
   const int64_t nd = static_cast<int64_t>(target.size());
   Dims sizes(nd), strides(nd);
   for (int64_t i = nd - 1; i >= 0; --i) {
@@ -355,24 +384,24 @@ Tensor Tensor::expand(IntList target) const {
     int64_t src_stride = src_d >= 0 ? impl().strides[src_d] : 0;
     int64_t want = target[i];
     if (want == -1) {
-      EMBER_CHECK(src_d >= 0, "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension ",
-                  i);
+      EMBER_CHECK(src_d >= 0,
+                  "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension ", i);
       want = src_size;
     }
     if (src_size == want) {
       sizes[i] = want;
       strides[i] = src_d >= 0 ? src_stride : 0;
     } else {
-      EMBER_CHECK(src_size == 1, "The expanded size of the tensor (", want,
-                  ") must match the existing size (", src_size, ") at non-singleton dimension ", i,
-                  ".  Target sizes: ", detail::shape_str(target), ".  Tensor sizes: ", detail::shape_str(this->sizes()));
+      EMBER_CHECK(src_size == 1, "The expanded size of the tensor (", want, ") must match the existing size (",
+                  src_size, ") at non-singleton dimension ", i, ".  Target sizes: ", detail::shape_str(target),
+                  ".  Tensor sizes: ", detail::shape_str(this->sizes()));
       sizes[i] = want;
       strides[i] = 0;
     }
   }
   // The engine sums the gradient back down to the original sizes.
-  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
-                   "ExpandBackward0", [](const Tensor& g) { return g; });
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this, "ExpandBackward0",
+                   [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -401,8 +430,8 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
   }
   EMBER_CHECK(max_index < 0 || static_cast<size_t>(max_index + 1) * element_size() <= impl().storage->nbytes(),
               "setStorage: sizes ", detail::shape_str(sizes), ", strides ", detail::shape_str(strides),
-              ", storage offset ", offset, " require more memory than the storage holds (",
-              impl().storage->nbytes(), " bytes)");
+              ", storage offset ", offset, " require more memory than the storage holds (", impl().storage->nbytes(),
+              " bytes)");
   return make_view(*this, Dims(sizes), Dims(strides), offset);
 }
 
@@ -414,8 +443,9 @@ namespace {
 void check_inplace_allowed(const Tensor& self) {
   if (!GradMode::is_enabled() || !self.requires_grad()) return;
   EMBER_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation.");
-  detail::fail("in-place operations on tensors that are part of an autograd graph are not supported; use the "
-               "out-of-place form (x = x + y) or wrap the update in an ember::NoGradGuard");
+  detail::fail(
+      "in-place operations on tensors that are part of an autograd graph are not supported; use the "
+      "out-of-place form (x = x + y) or wrap the update in an ember::NoGradGuard");
 }
 }  // namespace
 
@@ -429,7 +459,7 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::detach() const { return make_view(*this, impl().sizes, impl().strides, storage_offset()); }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   detail::check_defined(*this, "copy_");
   detail::check_defined(src, "copy_");
   check_inplace_allowed(*this);
@@ -437,18 +467,31 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (src.device() != device()) {
     // Cross-device: stage through contiguous memory on the host.
     Tensor contiguous_src = src.contiguous();
-    Tensor moved = detail::make_tensor(src.sizes(), src.dtype(), device());
     if (src.is_cpu()) {
+      Tensor moved = detail::make_tensor(src.sizes(), src.dtype(), device());
+      // Asynchronous only from pinned memory, which the device reads directly.
       backend_for(device()).copy_from_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
-                                           device().has_index() ? device().index() : 0);
+                                           device().has_index() ? device().index() : 0,
+                                           non_blocking && contiguous_src.is_pinned());
+      source = moved;
     } else if (is_cpu()) {
-      backend_for(src.device()).copy_to_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
-                                             src.device().has_index() ? src.device().index() : 0);
+      // Into pinned memory of the same layout, a non-blocking copy lands directly; the data is
+      // valid once the device is synchronised, as with PyTorch's .to("cpu", non_blocking=True).
+      const bool direct =
+          non_blocking && is_pinned() && is_contiguous() && dtype() == src.dtype() && same_dims(sizes(), src.sizes());
+      Tensor moved = direct ? *this : detail::make_tensor(src.sizes(), src.dtype(), device());
+      backend_for(src.device())
+          .copy_to_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
+                        src.device().has_index() ? src.device().index() : 0, direct);
+      if (direct) {
+        impl().storage->bump_version();
+        return *this;
+      }
+      source = moved;
     } else {
       source = contiguous_src.to(Device(DeviceType::CPU));
       return copy_(source);
     }
-    source = moved;
   }
   if (source.is_alias_of(*this) && source.data_ptr() == data_ptr() && same_dims(source.sizes(), sizes()) &&
       same_dims(source.strides(), strides()) && source.dtype() == dtype()) {
@@ -470,7 +513,6 @@ Tensor& Tensor::fill_(const Scalar& value) {
 // ---- to() ----
 
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
-  (void)non_blocking;  // every copy is synchronous until a backend with streams exists
   detail::check_defined(*this, "to");
   const Dtype target_dtype = options.dtype_or(dtype());
   Device target_device = device();
@@ -483,19 +525,36 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
   }
   if (!copy && target_dtype == dtype() && target_device == device()) return *this;
   Device alloc_device = target_device.is_cpu() ? Device(DeviceType::CPU) : target_device;
-  Tensor out = detail::make_tensor(sizes(), target_dtype, alloc_device);
+  // A non-blocking copy to the host goes into pinned memory, which the device writes directly.
+  const bool pinned_out = non_blocking && alloc_device.is_cpu() && !is_cpu() && target_dtype == dtype();
+  Tensor out = pinned_out ? detail::make_pinned_tensor(sizes(), target_dtype)
+                          : detail::make_tensor(sizes(), target_dtype, alloc_device);
   {
     NoGradGuard no_grad;  // the copy is internal; ToCopyBackward0 below is the recorded op
     if (alloc_device == device()) {
       backend_for(device()).copy(view_of(out), view_of(*this));
     } else if (target_dtype == dtype()) {
-      out.copy_(*this);
+      out.copy_(*this, non_blocking);
     } else {
       // Convert on the source device, then move the bytes.
       out.copy_(to(target_dtype));
     }
   }
   return with_grad(out, *this, "ToCopyBackward0", [src = device()](const Tensor& g) { return g.to(src); });
+}
+
+bool Tensor::is_pinned() const { return defined() && impl().storage->pinned(); }
+
+Tensor Tensor::pin_memory() const {
+  detail::check_defined(*this, "pin_memory");
+  if (is_pinned()) return *this;
+  EMBER_CHECK(is_cpu(), "cannot pin '", device(), "' memory: only CPU tensors can be pinned");
+  Tensor out = detail::make_pinned_tensor(sizes(), dtype());
+  {
+    NoGradGuard no_grad;
+    backend_for(device()).copy(view_of(out), view_of(*this));
+  }
+  return with_grad(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::to(Device device, bool non_blocking, bool copy) const {

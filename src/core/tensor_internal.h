@@ -15,6 +15,8 @@ Dims contiguous_strides(IntList sizes);
 int64_t numel_of(IntList sizes);
 /// A new contiguous, uninitialised tensor. Throws when the device is unusable.
 Tensor make_tensor(IntList sizes, Dtype dtype, Device device);
+/// A new contiguous CPU tensor in pinned (page-locked) memory; throws when CUDA is unavailable.
+Tensor make_pinned_tensor(IntList sizes, Dtype dtype);
 /// A tensor sharing `base`'s storage with new geometry.
 Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset);
 /// Wraps a possibly negative dim into [0, ndim); PyTorch's message when out of range.

@@ -493,6 +493,33 @@ TEST_P(DeviceCudaApi, DevicesEventsAndSynchronize) {
   EXPECT_FALSE(cuda::allow_tf32());
 }
 
+TEST_P(DeviceCudaApi, PinnedMemoryAndNonBlockingCopies) {
+  const Tensor x = arange(1 << 16).to(kFloat32);
+  const Tensor pinned = x.pin_memory();
+  EXPECT_TRUE(pinned.is_pinned());
+  EXPECT_TRUE(pinned.is_cpu());
+  EXPECT_TRUE(equal(pinned, x));
+  EXPECT_EQ(pinned.pin_memory().data_ptr(), pinned.data_ptr());  // already pinned: itself
+
+  Tensor on_gpu = pinned.to(device(), /*non_blocking=*/true);
+  Tensor back = (on_gpu * 2).to(Device(kCPU), /*non_blocking=*/true);
+  EXPECT_TRUE(back.is_pinned());  // a non-blocking copy to the host lands in pinned memory
+  cuda::synchronize();
+  EXPECT_TRUE(equal(back, x * 2));
+
+  // A blocking copy from pinned memory is complete on return: overwriting the source after it
+  // must not change what the GPU received.
+  Tensor source = x.pin_memory().clone().pin_memory();
+  Tensor copied = source.to(device());
+  source.fill_(-1);
+  EXPECT_TRUE(equal(copied.cpu(), x));
+  // copy_ into a pinned destination of the same layout.
+  Tensor destination = zeros({1 << 16}).pin_memory();
+  destination.copy_(on_gpu, /*non_blocking=*/true);
+  cuda::synchronize();
+  EXPECT_TRUE(equal(destination, x));
+}
+
 EMBER_INSTANTIATE_DEVICE_SUITE(DeviceCudaApi);
 
 // The comparison itself, on the CPU: it must catch what the device suites rely on it to catch.

@@ -103,4 +103,17 @@ TEST_F(CudaUnavailable, EmberDeviceCudaIsRefusedWhenUsed) {
   expect_names_the_reason(error_of([&] { ones({1}, d); }));
 }
 
+TEST_F(CudaUnavailable, PinnedMemoryNeedsAGpuAndNonBlockingIsHarmless) {
+  const Tensor x = arange(6).to(kFloat32);
+  EXPECT_FALSE(x.is_pinned());
+  const std::string message = error_of([&] { (void)x.pin_memory(); });
+  EXPECT_NE(message.find("pin_memory"), std::string::npos) << message;
+  EXPECT_NE(message.find(cuda::unavailable_reason()), std::string::npos) << message;
+  // On the CPU alone, non_blocking changes nothing: the copy is complete on return.
+  Tensor y = zeros({6});
+  y.copy_(x, /*non_blocking=*/true);
+  EXPECT_TRUE(equal(y, x));
+  EXPECT_TRUE(equal(x.to(kFloat64, /*non_blocking=*/true), x.to(kFloat64)));
+}
+
 }  // namespace

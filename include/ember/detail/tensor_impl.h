@@ -18,7 +18,10 @@ namespace detail {
 /// that allocated it.
 class Storage {
  public:
-  Storage(void* data, size_t nbytes, Device device) : data_(data), nbytes_(nbytes), device_(device) {}
+  /// `pinned` host memory (device CPU) came from an accelerator backend's allocate_pinned and
+  /// goes back to it.
+  Storage(void* data, size_t nbytes, Device device, bool pinned = false)
+      : data_(data), nbytes_(nbytes), device_(device), pinned_(pinned) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -26,6 +29,7 @@ class Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  bool pinned() const { return pinned_; }
   /// Bumped by every in-place write, so autograd can tell when a saved tensor was modified.
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
@@ -34,13 +38,14 @@ class Storage {
   void* data_;
   size_t nbytes_;
   Device device_;
+  bool pinned_ = false;
   std::atomic<uint32_t> version_{0};
 };
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Dims sizes;
-  Dims strides;  // in elements
+  Dims strides;        // in elements
   int64_t offset = 0;  // in elements
   int64_t numel = 1;
   Dtype dtype = kFloat32;

@@ -40,11 +40,13 @@ void* CpuBackend::allocate(size_t nbytes, int /*device_index*/) {
 
 void CpuBackend::deallocate(void* ptr, size_t /*nbytes*/, int /*device_index*/) noexcept { std::free(ptr); }
 
-void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int /*device_index*/) {
+void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int /*device_index*/,
+                                bool /*non_blocking*/) {
   if (nbytes) std::memcpy(dst, host_src, nbytes);
 }
 
-void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int /*device_index*/) {
+void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int /*device_index*/,
+                              bool /*non_blocking*/) {
   if (nbytes) std::memcpy(host_dst, src, nbytes);
 }
 

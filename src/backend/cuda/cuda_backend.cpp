@@ -20,22 +20,38 @@ void CudaBackend::deallocate(void* ptr, size_t /*nbytes*/, int device_index) noe
   device_allocator(device_index).free(ptr);
 }
 
-void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index) {
+void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) {
   if (nbytes == 0) return;
   DeviceGuard guard(device_index);
-  // From pageable memory the call returns once the bytes are staged, so the caller may free
-  // host_src right away; from pinned memory it would not wait, which is what non_blocking wants.
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, current_stream(device_index)),
-                   "copy to cuda");
+  cudaStream_t stream = current_stream(device_index);
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, stream), "copy to cuda");
+  // A blocking copy lets the caller reuse the host memory at once, as PyTorch's does (from
+  // pinned memory the copy above is still running; from pageable memory the wait is short).
+  if (!non_blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cuda");
 }
 
-void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index) {
+void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) {
   if (nbytes == 0) return;
   DeviceGuard guard(device_index);
   cudaStream_t stream = current_stream(device_index);
   EMBER_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, stream), "copy to cpu");
-  // The host reads the bytes next: this is one of the places the host must wait.
-  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cpu");
+  // The host usually reads the bytes next: one of the places it must wait. A non-blocking copy
+  // into pinned memory leaves that to the caller's cuda::synchronize().
+  if (!non_blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cpu");
+}
+
+void* CudaBackend::allocate_pinned(size_t nbytes) {
+  if (nbytes == 0) return nullptr;
+  void* ptr = nullptr;
+  // Portable: pinned for every GPU, so a batch pinned once can go to any of them.
+  EMBER_CUDA_CHECK(cudaHostAlloc(&ptr, nbytes, cudaHostAllocPortable), "pin_memory");
+  return ptr;
+}
+
+void CudaBackend::free_pinned(void* ptr) noexcept {
+  // cudaFreeHost synchronises the device first (one of CUDA's implicit synchronisations), so
+  // a non-blocking copy still using the memory finishes before it is freed.
+  if (ptr != nullptr) cudaFreeHost(ptr);
 }
 
 CudaBackend& cuda_backend() {

@@ -25,8 +25,10 @@ class CudaBackend final : public Backend {
   void* allocate(size_t nbytes, int device_index) override;
   void deallocate(void* ptr, size_t nbytes, int device_index) noexcept override;
   void copy(const TensorView& dst, const TensorView& src) override;
-  void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index) override;
-  void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index) override;
+  void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) override;
+  void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) override;
+  void* allocate_pinned(size_t nbytes) override;
+  void free_pinned(void* ptr) noexcept override;
   void fill(const TensorView& out, const Scalar& value) override;
   void unary(UnaryOp op, const TensorView& x, const TensorView& out) override;
   void binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out) override;
