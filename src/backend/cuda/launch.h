@@ -17,7 +17,7 @@ inline constexpr int64_t kMaxGridX = 2147483647;
 inline constexpr int64_t kMaxStrideBlocks = 65536;
 
 struct Launch1d {
-  unsigned blocks = 0;   // 0 means: nothing to launch
+  unsigned blocks = 0;  // 0 means: nothing to launch
   unsigned threads = 0;
 };
 

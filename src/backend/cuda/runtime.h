@@ -22,19 +22,19 @@ void check_launch(const char* op);
 
 /// EMBER_CUDA_CHECK(cudaMemcpyAsync(...), "copy"): throws ember::Error naming the op, the call
 /// and CUDA's own description when the call fails; out-of-memory becomes OutOfMemoryError.
-#define EMBER_CUDA_CHECK(call, op)                                                     \
-  do {                                                                                 \
-    const cudaError_t ember_err_ = (call);                                             \
+#define EMBER_CUDA_CHECK(call, op)                                                              \
+  do {                                                                                          \
+    const cudaError_t ember_err_ = (call);                                                      \
     if (ember_err_ != cudaSuccess) ::ember::cuda_impl::throw_cuda_error(ember_err_, op, #call); \
   } while (0)
-#define EMBER_CUBLAS_CHECK(call, op)                                                          \
-  do {                                                                                        \
-    const cublasStatus_t ember_st_ = (call);                                                  \
+#define EMBER_CUBLAS_CHECK(call, op)                                                                      \
+  do {                                                                                                    \
+    const cublasStatus_t ember_st_ = (call);                                                              \
     if (ember_st_ != CUBLAS_STATUS_SUCCESS) ::ember::cuda_impl::throw_cublas_error(ember_st_, op, #call); \
   } while (0)
-#define EMBER_CUDNN_CHECK(call, op)                                                          \
-  do {                                                                                       \
-    const cudnnStatus_t ember_st_ = (call);                                                  \
+#define EMBER_CUDNN_CHECK(call, op)                                                                     \
+  do {                                                                                                  \
+    const cudnnStatus_t ember_st_ = (call);                                                             \
     if (ember_st_ != CUDNN_STATUS_SUCCESS) ::ember::cuda_impl::throw_cudnn_error(ember_st_, op, #call); \
   } while (0)
 
