@@ -26,6 +26,7 @@ class Tensor;
 namespace kernels {
 struct SgdStep;  // kernels/optim_ops.h
 struct AdamStep;
+struct AdadeltaStep;
 }  // namespace kernels
 
 enum class UnaryOp : uint8_t {
@@ -177,6 +178,8 @@ class Backend {
   virtual void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
                          const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
                          const kernels::AdamStep& step) = 0;
+  virtual void adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                             const TensorView& acc_delta, const kernels::AdadeltaStep& step) = 0;
 
   /// Fills `out` (contiguous) from this device type's default generator.
   virtual void random(const TensorView& out, const RandomArgs& args) = 0;

@@ -81,4 +81,22 @@ struct AdamStep {
   }
 };
 
+/// torch.optim.Adadelta's update of one element.
+struct AdadeltaStep {
+  double lr = 0, rho = 0, eps = 0, weight_decay = 0;
+  bool maximize = false;
+
+  template <typename C>
+  EMBER_HD void operator()(C& param, C grad, C& square_avg, C& acc_delta) const {
+    C g = maximize ? Neg{}(grad) : grad;
+    const C l2_grad = add_alpha(g, param, weight_decay);
+    g = weight_decay != 0 ? l2_grad : g;
+    square_avg = add_alpha(Mul{}(square_avg, static_cast<C>(rho)), Mul{}(g, g), 1.0 - rho);
+    const C std_dev = Sqrt{}(Add{}(square_avg, static_cast<C>(eps)));
+    const C delta = Mul{}(Div{}(Sqrt{}(Add{}(acc_delta, static_cast<C>(eps))), std_dev), g);
+    acc_delta = add_alpha(Mul{}(acc_delta, static_cast<C>(rho)), Mul{}(delta, delta), 1.0 - rho);
+    param = add_alpha(param, delta, -lr);
+  }
+};
+
 }  // namespace ember::kernels

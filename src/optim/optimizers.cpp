@@ -269,9 +269,21 @@ void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad
   }
   const double rho = group.get("rho"), eps = group.get("eps");
   increment_step(state);
-  Tensor g = effective_grad(group, param, grad);
   Tensor& square_avg = state["square_avg"];
   Tensor& acc_delta = state["acc_delta"];
+  if (fusable(param, {&grad, &square_avg, &acc_delta})) {
+    kernels::AdadeltaStep fused;
+    fused.lr = group.lr();
+    fused.rho = rho;
+    fused.eps = eps;
+    fused.weight_decay = group.get("weight_decay");
+    fused.maximize = group.get("maximize") != 0;
+    backend_for(param.device())
+        .adadelta_step(view_of(param), view_of(grad), view_of(square_avg), view_of(acc_delta), fused);
+    mark_written({&param, &square_avg, &acc_delta});
+    return;
+  }
+  Tensor g = effective_grad(group, param, grad);
   decay_add_square_(square_avg, g, rho);
   Tensor std_dev = (square_avg + eps).sqrt();
   Tensor delta = (acc_delta + eps).sqrt();

@@ -45,6 +45,7 @@ std::vector<Case> cases() {
   auto sgd = [](SGDOptions o) -> Factory { return [o](auto p) { return std::make_unique<SGD>(p, o); }; };
   auto adam = [](AdamOptions o) -> Factory { return [o](auto p) { return std::make_unique<Adam>(p, o); }; };
   auto adamw = [](AdamWOptions o) -> Factory { return [o](auto p) { return std::make_unique<AdamW>(p, o); }; };
+  auto adadelta = [](AdadeltaOptions o) -> Factory { return [o](auto p) { return std::make_unique<Adadelta>(p, o); }; };
   return {
       {"sgd", sgd({.lr = 0.1})},
       {"sgd_momentum", sgd({.lr = 0.05, .momentum = 0.9})},
@@ -57,6 +58,9 @@ std::vector<Case> cases() {
       {"adam_beta2_zero", adam({.lr = 0.01, .beta2 = 0.0})},
       {"adamw", adamw({.lr = 0.01})},
       {"adamw_amsgrad", adamw({.lr = 0.01, .weight_decay = 0.05, .amsgrad = true})},
+      {"adadelta", adadelta({})},
+      {"adadelta_decay_maximize", adadelta({.lr = 0.5, .rho = 0.8, .weight_decay = 0.1, .maximize = true})},
+      {"adadelta_rho_one", adadelta({.rho = 1.0})},
   };
 }
 

@@ -53,6 +53,8 @@ class CpuBackend final : public Backend {
   void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
                  const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
                  const kernels::AdamStep& step) override;
+  void adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                     const TensorView& acc_delta, const kernels::AdadeltaStep& step) override;
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;

@@ -75,6 +75,19 @@ void adam_range(const kernels::AdamStep& step, C* p, const C* g, C* m, C* v, C* 
   }
 }
 
+template <bool kMaximize, typename C>
+void adadelta_loop(kernels::AdadeltaStep step, C* __restrict p, const C* __restrict g, C* __restrict s, C* __restrict a,
+                   int64_t begin, int64_t end) {
+  step.maximize = kMaximize;
+  for (int64_t i = begin; i < end; ++i) {
+    C param = p[i], square_avg = s[i], acc_delta = a[i];
+    step(param, g[i], square_avg, acc_delta);
+    p[i] = param;
+    s[i] = square_avg;
+    a[i] = acc_delta;
+  }
+}
+
 }  // namespace
 
 void CpuBackend::sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
@@ -114,6 +127,30 @@ void CpuBackend::adam_step(const TensorView& param, const TensorView& grad, cons
     C* mx = max_exp_avg_sq.ptr<C>();
     parallel_for(param.numel(), kOptimGrain,
                  [&](int64_t begin, int64_t end) { adam_range(step, p, g, m, v, mx, begin, end); });
+  };
+  if (param.dtype == kFloat32) {
+    run.template operator()<float>();
+  } else {
+    run.template operator()<double>();
+  }
+}
+
+void CpuBackend::adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                               const TensorView& acc_delta, const kernels::AdadeltaStep& step) {
+  check_fused_update_views("adadelta_step", param, {&grad, &square_avg, &acc_delta});
+  EMBER_CHECK(square_avg.data != nullptr && acc_delta.data != nullptr, "[adadelta_step] missing state");
+  auto run = [&]<typename C>() {
+    C* p = param.ptr<C>();
+    const C* g = grad.ptr<const C>();
+    C* s = square_avg.ptr<C>();
+    C* a = acc_delta.ptr<C>();
+    parallel_for(param.numel(), kOptimGrain, [&](int64_t begin, int64_t end) {
+      if (step.maximize) {
+        adadelta_loop<true>(step, p, g, s, a, begin, end);
+      } else {
+        adadelta_loop<false>(step, p, g, s, a, begin, end);
+      }
+    });
   };
   if (param.dtype == kFloat32) {
     run.template operator()<float>();

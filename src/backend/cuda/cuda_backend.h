@@ -7,7 +7,7 @@
 //   matmul.cpp        matrix products (cuBLAS)             indexing.cu    index_select, gather, scatter_add
 //   conv.cpp          2-D convolution (cuDNN)              pool.cu        2-D max/average pooling
 //   random.cu         the Philox generator, randperm (CUB radix sort)
-//   optim.cu          fused optimizer updates (SGD, Adam/AdamW)
+//   optim.cu          fused optimizer updates (SGD, Adam/AdamW, Adadelta)
 // Shared plumbing: runtime.h (checked calls, devices, streams, library handles), launch.h (grid
 // arithmetic, host-tested), caching_allocator.h (the memory pool, host-tested).
 //
@@ -56,6 +56,8 @@ class CudaBackend final : public Backend {
   void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
                  const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
                  const kernels::AdamStep& step) override;
+  void adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                     const TensorView& acc_delta, const kernels::AdadeltaStep& step) override;
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;

@@ -30,6 +30,15 @@ __global__ void adam_kernel(C* param, const C* grad, C* exp_avg, C* exp_avg_sq, 
   }
 }
 
+template <typename C>
+__global__ void adadelta_kernel(C* param, const C* grad, C* square_avg, C* acc_delta, int64_t n,
+                                kernels::AdadeltaStep step) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    step(param[i], grad[i], square_avg[i], acc_delta[i]);
+  }
+}
+
 }  // namespace
 
 void CudaBackend::sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
@@ -72,6 +81,25 @@ void CudaBackend::adam_step(const TensorView& param, const TensorView& grad, con
                                                                       max_exp_avg_sq.ptr<double>(), n, step);
   }
   check_launch("adam_step");
+}
+
+void CudaBackend::adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                                const TensorView& acc_delta, const kernels::AdadeltaStep& step) {
+  check_fused_update_views("adadelta_step", param, {&grad, &square_avg, &acc_delta});
+  EMBER_CHECK(square_avg.data != nullptr && acc_delta.data != nullptr, "[adadelta_step] missing state");
+  const int64_t n = param.numel();
+  const Launch1d launch = launch_1d(n);
+  if (launch.blocks == 0) return;
+  DeviceGuard guard(param.device_index);
+  cudaStream_t stream = current_stream(param.device_index);
+  if (param.dtype == kFloat32) {
+    adadelta_kernel<float><<<launch.blocks, launch.threads, 0, stream>>>(
+        param.ptr<float>(), grad.ptr<const float>(), square_avg.ptr<float>(), acc_delta.ptr<float>(), n, step);
+  } else {
+    adadelta_kernel<double><<<launch.blocks, launch.threads, 0, stream>>>(
+        param.ptr<double>(), grad.ptr<const double>(), square_avg.ptr<double>(), acc_delta.ptr<double>(), n, step);
+  }
+  check_launch("adadelta_step");
 }
 
 }  // namespace ember::cuda_impl
