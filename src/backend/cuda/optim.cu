@@ -11,32 +11,64 @@
 namespace ember::cuda_impl {
 namespace {
 
-template <typename C>
-__global__ void sgd_kernel(C* param, const C* grad, C* buffer, int64_t n, kernels::SgdStep step) {
+// One element's update per loop iteration; the bodies hold the typed pointers and the step.
+template <typename Body>
+__global__ void update_kernel(int64_t n, Body body) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) body(i);
+}
+
+template <typename C>
+struct SgdBody {
+  C* param;
+  const C* grad;
+  C* buffer;  // null without momentum
+  kernels::SgdStep step;
+  __device__ void operator()(int64_t i) const {
     C unused = 0;
     step(param[i], grad[i], buffer != nullptr ? buffer[i] : unused);
   }
-}
+};
 
 template <typename C>
-__global__ void adam_kernel(C* param, const C* grad, C* exp_avg, C* exp_avg_sq, C* max_exp_avg_sq, int64_t n,
-                            kernels::AdamStep step) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+struct AdamBody {
+  C* param;
+  const C* grad;
+  C* exp_avg;
+  C* exp_avg_sq;
+  C* max_exp_avg_sq;  // null without amsgrad
+  kernels::AdamStep step;
+  __device__ void operator()(int64_t i) const {
     C unused = 0;
     step(param[i], grad[i], exp_avg[i], exp_avg_sq[i], max_exp_avg_sq != nullptr ? max_exp_avg_sq[i] : unused);
   }
-}
+};
 
 template <typename C>
-__global__ void adadelta_kernel(C* param, const C* grad, C* square_avg, C* acc_delta, int64_t n,
-                                kernels::AdadeltaStep step) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    step(param[i], grad[i], square_avg[i], acc_delta[i]);
+struct AdadeltaBody {
+  C* param;
+  const C* grad;
+  C* square_avg;
+  C* acc_delta;
+  kernels::AdadeltaStep step;
+  __device__ void operator()(int64_t i) const { step(param[i], grad[i], square_avg[i], acc_delta[i]); }
+};
+
+/// Runs `make_body.template operator()<C>()`'s body over param's elements, C being float or
+/// double as param's dtype says, on param's device and current stream.
+template <typename MakeBody>
+void launch_update(const char* op, const TensorView& param, const MakeBody& make_body) {
+  const int64_t n = param.numel();
+  const Launch1d launch = launch_1d(n);
+  if (launch.blocks == 0) return;
+  DeviceGuard guard(param.device_index);
+  cudaStream_t stream = current_stream(param.device_index);
+  if (param.dtype == kFloat32) {
+    update_kernel<<<launch.blocks, launch.threads, 0, stream>>>(n, make_body.template operator()<float>());
+  } else {
+    update_kernel<<<launch.blocks, launch.threads, 0, stream>>>(n, make_body.template operator()<double>());
   }
+  check_launch(op);
 }
 
 }  // namespace
@@ -45,19 +77,9 @@ void CudaBackend::sgd_step(const TensorView& param, const TensorView& grad, cons
                            const kernels::SgdStep& step) {
   check_fused_update_views("sgd_step", param, {&grad, &momentum_buffer});
   EMBER_CHECK(step.momentum == 0 || momentum_buffer.data != nullptr, "[sgd_step] momentum needs a buffer");
-  const int64_t n = param.numel();
-  const Launch1d launch = launch_1d(n);
-  if (launch.blocks == 0) return;
-  DeviceGuard guard(param.device_index);
-  cudaStream_t stream = current_stream(param.device_index);
-  if (param.dtype == kFloat32) {
-    sgd_kernel<float><<<launch.blocks, launch.threads, 0, stream>>>(param.ptr<float>(), grad.ptr<const float>(),
-                                                                    momentum_buffer.ptr<float>(), n, step);
-  } else {
-    sgd_kernel<double><<<launch.blocks, launch.threads, 0, stream>>>(param.ptr<double>(), grad.ptr<const double>(),
-                                                                     momentum_buffer.ptr<double>(), n, step);
-  }
-  check_launch("sgd_step");
+  launch_update("sgd_step", param, [&]<typename C>() {
+    return SgdBody<C>{param.ptr<C>(), grad.ptr<const C>(), momentum_buffer.ptr<C>(), step};
+  });
 }
 
 void CudaBackend::adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
@@ -66,40 +88,19 @@ void CudaBackend::adam_step(const TensorView& param, const TensorView& grad, con
   check_fused_update_views("adam_step", param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq});
   EMBER_CHECK(exp_avg.data != nullptr && exp_avg_sq.data != nullptr && (!step.amsgrad || max_exp_avg_sq.data),
               "[adam_step] missing state");
-  const int64_t n = param.numel();
-  const Launch1d launch = launch_1d(n);
-  if (launch.blocks == 0) return;
-  DeviceGuard guard(param.device_index);
-  cudaStream_t stream = current_stream(param.device_index);
-  if (param.dtype == kFloat32) {
-    adam_kernel<float><<<launch.blocks, launch.threads, 0, stream>>>(param.ptr<float>(), grad.ptr<const float>(),
-                                                                     exp_avg.ptr<float>(), exp_avg_sq.ptr<float>(),
-                                                                     max_exp_avg_sq.ptr<float>(), n, step);
-  } else {
-    adam_kernel<double><<<launch.blocks, launch.threads, 0, stream>>>(param.ptr<double>(), grad.ptr<const double>(),
-                                                                      exp_avg.ptr<double>(), exp_avg_sq.ptr<double>(),
-                                                                      max_exp_avg_sq.ptr<double>(), n, step);
-  }
-  check_launch("adam_step");
+  launch_update("adam_step", param, [&]<typename C>() {
+    return AdamBody<C>{param.ptr<C>(),      grad.ptr<const C>(),     exp_avg.ptr<C>(),
+                       exp_avg_sq.ptr<C>(), max_exp_avg_sq.ptr<C>(), step};
+  });
 }
 
 void CudaBackend::adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                                 const TensorView& acc_delta, const kernels::AdadeltaStep& step) {
   check_fused_update_views("adadelta_step", param, {&grad, &square_avg, &acc_delta});
   EMBER_CHECK(square_avg.data != nullptr && acc_delta.data != nullptr, "[adadelta_step] missing state");
-  const int64_t n = param.numel();
-  const Launch1d launch = launch_1d(n);
-  if (launch.blocks == 0) return;
-  DeviceGuard guard(param.device_index);
-  cudaStream_t stream = current_stream(param.device_index);
-  if (param.dtype == kFloat32) {
-    adadelta_kernel<float><<<launch.blocks, launch.threads, 0, stream>>>(
-        param.ptr<float>(), grad.ptr<const float>(), square_avg.ptr<float>(), acc_delta.ptr<float>(), n, step);
-  } else {
-    adadelta_kernel<double><<<launch.blocks, launch.threads, 0, stream>>>(
-        param.ptr<double>(), grad.ptr<const double>(), square_avg.ptr<double>(), acc_delta.ptr<double>(), n, step);
-  }
-  check_launch("adadelta_step");
+  launch_update("adadelta_step", param, [&]<typename C>() {
+    return AdadeltaBody<C>{param.ptr<C>(), grad.ptr<const C>(), square_avg.ptr<C>(), acc_delta.ptr<C>(), step};
+  });
 }
 
 }  // namespace ember::cuda_impl
