@@ -71,6 +71,26 @@ void* Backend::allocate_pinned(size_t /*nbytes*/) {
 }
 void Backend::free_pinned(void* /*ptr*/) noexcept {}
 
+const char* pool2d_name(PoolKind kind, bool backward) {
+  switch (kind) {
+    case PoolKind::Max:
+      return backward ? "max_pool2d_backward" : "max_pool2d";
+    case PoolKind::Avg:
+      return backward ? "avg_pool2d_backward" : "avg_pool2d";
+    case PoolKind::AdaptiveAvg:
+      return backward ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool2d";
+  }
+  return backward ? "pool2d_backward" : "pool2d";
+}
+
+void check_pool2d_args(const Pool2dArgs& args, const char* op) {
+  if (args.kind == PoolKind::AdaptiveAvg) return;
+  for (int d = 0; d < 2; ++d) {
+    EMBER_CHECK(args.kernel[d] > 0 && args.stride[d] > 0 && args.padding[d] >= 0 && args.dilation[d] > 0, "[", op,
+                "] invalid window: kernel, stride and dilation must be positive and padding non-negative");
+  }
+}
+
 void check_fused_update_views(const char* op, const TensorView& param,
                               std::initializer_list<const TensorView*> others) {
   EMBER_CHECK(param.dtype == kFloat32 || param.dtype == kFloat64, "[", op,

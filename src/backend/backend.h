@@ -191,6 +191,13 @@ class Backend {
   virtual void set_rng_state(std::span<const uint8_t> state) = 0;
 };
 
+/// "max_pool2d", "avg_pool2d" or "adaptive_avg_pool2d", with "_backward" for the gradient: the
+/// op a pooling error names.
+const char* pool2d_name(PoolKind kind, bool backward);
+/// Throws unless a (non-adaptive) window is valid: positive kernel, stride and dilation,
+/// non-negative padding.
+void check_pool2d_args(const Pool2dArgs& args, const char* op);
+
 /// The checks every backend's sgd_step/adam_step makes: a float32/float64 contiguous parameter,
 /// and gradient and state views (those with data) of its dtype, size and device, contiguous.
 void check_fused_update_views(const char* op, const TensorView& param, std::initializer_list<const TensorView*> others);

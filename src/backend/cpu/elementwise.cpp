@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "kernels/elementwise_ops.h"
 #include "kernels/indexer.h"
+#include "kernels/scalar_as.h"
 
 namespace ember::cpu {
 namespace {
@@ -288,19 +289,14 @@ void CpuBackend::clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, 
       fail_not_implemented("clamp", x.dtype);
     } else {
       using C = compute_t<T>;
-      using Limits = std::numeric_limits<C>;
-      constexpr C kLowest = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
-      constexpr C kHighest = Limits::has_infinity ? Limits::infinity() : Limits::max();
-      // Bounds are rounded to T first, as PyTorch does; an absent bound can never win.
-      const C low = has_lo ? convert<C>(lo.to<T>()) : kLowest;
-      const C high = has_hi ? convert<C>(hi.to<T>()) : kHighest;
-      if (kmath::isnan(low) || kmath::isnan(high)) {
+      const kernels::Clamp<C> bounds = kernels::clamp_bounds<T>(lo, hi, has_lo, has_hi);
+      if (kmath::isnan(bounds.lo) || kmath::isnan(bounds.hi)) {
         // A NaN bound in use makes every element NaN (torch.clamp's documented behaviour).
         check_shape("clamp", x, out);
         fill(out, Scalar(std::numeric_limits<double>::quiet_NaN()));
         return;
       }
-      unary_loop<T, C, T>("clamp", x, out, kernels::Clamp<C>{low, high});
+      unary_loop<T, C, T>("clamp", x, out, bounds);
     }
   });
 }

@@ -106,47 +106,15 @@ void check_planes(const TensorView& x, const TensorView& out, const char* op) {
               "] input and output disagree on N or C");
 }
 
-void check_args(const Pool2dArgs& a, const char* op) {
-  if (a.kind == PoolKind::AdaptiveAvg) return;
-  for (int d = 0; d < 2; ++d) {
-    EMBER_CHECK(a.kernel[d] > 0 && a.stride[d] > 0 && a.padding[d] >= 0 && a.dilation[d] > 0, "[", op,
-                "] invalid window: kernel, stride and dilation must be positive and padding non-negative");
-  }
-}
-
-const char* forward_name(PoolKind kind) {
-  switch (kind) {
-    case PoolKind::Max:
-      return "max_pool2d";
-    case PoolKind::Avg:
-      return "avg_pool2d";
-    case PoolKind::AdaptiveAvg:
-      return "adaptive_avg_pool2d";
-  }
-  return "pool2d";
-}
-
-const char* backward_name(PoolKind kind) {
-  switch (kind) {
-    case PoolKind::Max:
-      return "max_pool2d_backward";
-    case PoolKind::Avg:
-      return "avg_pool2d_backward";
-    case PoolKind::AdaptiveAvg:
-      return "adaptive_avg_pool2d_backward";
-  }
-  return "pool2d_backward";
-}
-
 }  // namespace
 
 void CudaBackend::pool2d(const TensorView& x, const TensorView& out, const TensorView& indices,
                          const Pool2dArgs& args) {
-  const char* op = forward_name(args.kind);
+  const char* op = pool2d_name(args.kind, /*backward=*/false);
   check_planes(x, out, op);
   EMBER_CHECK(x.is_contiguous() && out.is_contiguous(), "[", op, "] expects contiguous tensors");
   EMBER_CHECK(x.dtype == out.dtype, "[", op, "] input and output dtypes differ");
-  check_args(args, op);
+  check_pool2d_args(args, op);
   const bool with_indices = args.kind == PoolKind::Max && indices.data != nullptr;
   if (with_indices) {
     EMBER_CHECK(indices.dtype == kInt64 && indices.is_contiguous() && indices.numel() == out.numel(), "[", op,
@@ -172,11 +140,11 @@ void CudaBackend::pool2d(const TensorView& x, const TensorView& out, const Tenso
 
 void CudaBackend::pool2d_backward(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
                                   const Pool2dArgs& args) {
-  const char* op = backward_name(args.kind);
+  const char* op = pool2d_name(args.kind, /*backward=*/true);
   check_planes(grad_x, grad_out, op);
   EMBER_CHECK(grad_out.is_contiguous() && grad_x.is_contiguous(), "[", op, "] expects contiguous tensors");
   EMBER_CHECK(grad_out.dtype == grad_x.dtype, "[", op, "] gradient dtypes differ");
-  check_args(args, op);
+  check_pool2d_args(args, op);
   if (args.kind == PoolKind::Max) {
     EMBER_CHECK(indices.data != nullptr && indices.dtype == kInt64 && indices.is_contiguous() &&
                     indices.numel() == grad_out.numel(),

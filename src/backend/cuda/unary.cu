@@ -7,6 +7,7 @@
 #include "backend/cuda/elementwise.cuh"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/elementwise_ops.h"
+#include "kernels/scalar_as.h"
 
 namespace ember::cuda_impl {
 namespace {
@@ -62,20 +63,15 @@ void CudaBackend::clamp(const TensorView& x, const Scalar& lo, const Scalar& hi,
       fail_not_implemented("clamp", x.dtype);
     } else {
       using C = kernels::compute_t<T>;
-      using Limits = std::numeric_limits<C>;
-      constexpr C kLowest = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
-      constexpr C kHighest = Limits::has_infinity ? Limits::infinity() : Limits::max();
-      // Bounds are rounded to T first, as PyTorch does; an absent bound can never win.
-      const C low = has_lo ? convert<C>(lo.to<T>()) : kLowest;
-      const C high = has_hi ? convert<C>(hi.to<T>()) : kHighest;
-      if (kmath::isnan(low) || kmath::isnan(high)) {
+      const kernels::Clamp<C> bounds = kernels::clamp_bounds<T>(lo, hi, has_lo, has_hi);
+      if (kmath::isnan(bounds.lo) || kmath::isnan(bounds.hi)) {
         // A NaN bound in use makes every element NaN (torch.clamp's documented behaviour).
         EMBER_CHECK(x.sizes == out.sizes, "[clamp] operand of shape ", detail::shape_str(x.sizes),
                     " was not broadcast to the output shape ", detail::shape_str(out.sizes));
         fill(out, Scalar(std::numeric_limits<double>::quiet_NaN()));
         return;
       }
-      unary_launch<T, C, T>("clamp", x, out, kernels::Clamp<C>{low, high});
+      unary_launch<T, C, T>("clamp", x, out, bounds);
     }
   });
 }
