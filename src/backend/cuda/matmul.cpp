@@ -94,23 +94,20 @@ void CudaBackend::matmul(const TensorView& a_in, const TensorView& b_in, const T
   const int device = out.device_index;
   DeviceGuard guard(device);
   // Operands cuBLAS cannot read in place are copied to contiguous scratch memory first.
+  GemmOperand a{}, b{};
+  const bool a_direct = as_gemm_operand(a_in, a), b_direct = as_gemm_operand(b_in, b);
   const size_t width = element_size(a_in.dtype);
-  auto staged = [&](const TensorView& v, Workspace& ws, GemmOperand& g) {
-    if (as_gemm_operand(v, g)) return;
+  Workspace a_ws(a_direct ? 0 : static_cast<size_t>(a_in.numel()) * width, device);
+  Workspace b_ws(b_direct ? 0 : static_cast<size_t>(b_in.numel()) * width, device);
+  auto stage = [&](const TensorView& v, const Workspace& ws, GemmOperand& g) {
     TensorView c = v;
     c.data = ws.data();
     c.strides = Dims{v.sizes[1] * v.sizes[2], v.sizes[2], 1};
     copy(c, v);
     EMBER_CHECK(as_gemm_operand(c, g), "[cuda matmul] internal error: contiguous operand rejected");
   };
-  auto scratch_bytes = [&](const TensorView& v) {
-    GemmOperand probe{};
-    return as_gemm_operand(v, probe) ? size_t{0} : static_cast<size_t>(v.numel()) * width;
-  };
-  Workspace a_ws(scratch_bytes(a_in), device), b_ws(scratch_bytes(b_in), device);
-  GemmOperand a{}, b{};
-  staged(a_in, a_ws, a);
-  staged(b_in, b_ws, b);
+  if (!a_direct) stage(a_in, a_ws, a);
+  if (!b_direct) stage(b_in, b_ws, b);
 
   const int64_t ldc = m > 1 ? out.strides[1] : n;
   EMBER_CHECK(ldc >= n, "[cuda matmul] the output's rows overlap");
