@@ -1,5 +1,5 @@
 #pragma once
-/// Reverse-mode automatic differentiation: grad mode, NoGradGuard and backward().
+/// Reverse-mode automatic differentiation: grad mode, NoGradGuard, anomaly detection and backward().
 ///
 /// Ops on tensors that require grad record a node; Tensor::backward() walks the recorded graph
 /// in reverse and accumulates gradients into the leaves' grad(). The graph's saved tensors are
@@ -35,6 +35,28 @@ class EnableGradGuard {
   ~EnableGradGuard() { GradMode::set_enabled(previous_); }
   EnableGradGuard(const EnableGradGuard&) = delete;
   EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// Anomaly detection (like torch.autograd.set_detect_anomaly): while enabled, every backward
+/// function's results are checked, and the first one holding a NaN stops backward() with an
+/// ember::Error naming that function ("Function 'DivBackward0' returned nan values in its 0th
+/// output ..."), so the op that produced the first NaN gradient is known. It reads every
+/// gradient back to the host, so it is for debugging, off by default, and global to the process.
+struct AnomalyMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+
+/// Enables anomaly detection for its scope (like `with torch.autograd.detect_anomaly():`).
+class DetectAnomalyGuard {
+ public:
+  DetectAnomalyGuard() : previous_(AnomalyMode::is_enabled()) { AnomalyMode::set_enabled(true); }
+  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(previous_); }
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
 
  private:
   bool previous_;

@@ -28,6 +28,11 @@ Tensor ge(const Tensor& a, const Tensor& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& a);
+/// Bool tensors, as torch.isfinite / isnan / isinf: true where `x` is finite (neither NaN nor
+/// ±infinity), NaN, or ±infinity. Integer and bool tensors are always finite.
+Tensor isfinite(const Tensor& x);
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
 /// cond ? a : b element-wise; `cond` must be bool.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);

@@ -16,11 +16,15 @@ namespace ember {
 
 namespace {
 thread_local bool g_grad_enabled = true;
+std::atomic<bool> g_anomaly_enabled{false};
 std::atomic<uint64_t> g_sequence{0};
 }  // namespace
 
 bool GradMode::is_enabled() { return g_grad_enabled; }
 void GradMode::set_enabled(bool enabled) { g_grad_enabled = enabled; }
+
+bool AnomalyMode::is_enabled() { return g_anomaly_enabled.load(std::memory_order_relaxed); }
+void AnomalyMode::set_enabled(bool enabled) { g_anomaly_enabled.store(enabled, std::memory_order_relaxed); }
 
 namespace autograd {
 
@@ -31,8 +35,8 @@ Tensor SavedTensor::get() const {
     std::string sizes;
     for (int64_t i = 0; i < tensor_.dim(); ++i) sizes += (i ? ", " : "") + std::to_string(tensor_.size(i));
     detail::fail("one of the variables needed for gradient computation has been modified by an inplace operation: [",
-                 scalar_type_name(tensor_.dtype()), " [", sizes, "]] is at version ",
-                 tensor_.impl().storage->version(), "; expected version ", version_,
+                 scalar_type_name(tensor_.dtype()), " [", sizes, "]] is at version ", tensor_.impl().storage->version(),
+                 "; expected version ", version_,
                  " instead. Hint: avoid in-place ops (x.add_(..), x += ..) on tensors that an op saved for backward.");
   }
   return tensor_;
@@ -118,6 +122,20 @@ void accumulate_into_leaf(const Node& node, Tensor grad) {
   }
 }
 
+// Anomaly mode: the first backward function whose results hold a NaN is named, with the input
+// each result is the gradient for, since that is what a user can find in their forward code.
+void check_for_nan(const Node& node, const std::vector<Tensor>& input_grads) {
+  for (size_t i = 0; i < input_grads.size(); ++i) {
+    const Tensor& g = input_grads[i];
+    if (!g.defined() || !g.is_floating_point()) continue;
+    if (isnan(g).sum().item<int64_t>() == 0) continue;
+    const InputMeta& meta = node.inputs[i];
+    detail::fail("Function '", node.name, "' returned nan values in its ", i, "th output (the gradient for its input ",
+                 i, " of shape ", detail::shape_str(meta.sizes), ", ", dtype_name(meta.dtype),
+                 "). Look at that op's inputs in the forward pass: 0/0, log or sqrt of values <= 0, or overflow.");
+  }
+}
+
 }  // namespace
 
 void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs, bool retain_graph) {
@@ -188,6 +206,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
         input_grads = node->backward(grad);
         EMBER_CHECK(input_grads.size() == node->next.size(), "[autograd] ", node->name, " returned ",
                     input_grads.size(), " gradients for ", node->next.size(), " inputs");
+        if (AnomalyMode::is_enabled()) check_for_nan(*node, input_grads);
       }
     }
     if (!retain_graph && !node->accumulates) {
@@ -224,12 +243,12 @@ bool Tensor::requires_grad() const {
 
 Tensor& Tensor::requires_grad_(bool requires_grad) {
   EMBER_CHECK(!requires_grad || is_floating_point(),
-              "only Tensors of floating point and complex dtype can require gradients (got ", dtype_name(dtype()),
-              ")");
+              "only Tensors of floating point and complex dtype can require gradients (got ", dtype_name(dtype()), ")");
   if (!is_leaf()) {
-    EMBER_CHECK(requires_grad, "you can only change requires_grad flags of leaf variables. If you want to use a "
-                               "computed variable in a subgraph that doesn't require differentiation use "
-                               "var_no_grad = var.detach().");
+    EMBER_CHECK(requires_grad,
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().");
     return *this;
   }
   if (!impl().autograd) impl().autograd = std::make_shared<AutogradMeta>();
@@ -243,8 +262,9 @@ Tensor Tensor::grad() const { return impl().autograd ? impl().autograd->grad : T
 
 void Tensor::set_grad(const Tensor& grad) {
   if (grad.defined()) {
-    EMBER_CHECK(same_dims(grad.sizes(), sizes()), "assigned grad has data of a different size: ",
-                detail::shape_str(grad.sizes()), " vs ", detail::shape_str(sizes()));
+    EMBER_CHECK(same_dims(grad.sizes(), sizes()),
+                "assigned grad has data of a different size: ", detail::shape_str(grad.sizes()), " vs ",
+                detail::shape_str(sizes()));
     EMBER_CHECK(grad.dtype() == dtype(), "assigned grad has data of a different type: ", dtype_name(grad.dtype()),
                 " vs ", dtype_name(dtype()));
     EMBER_CHECK(grad.device() == device(), "assigned grad has data located on a different device: ", grad.device(),

@@ -346,6 +346,36 @@ struct LogicalNot {
   }
 };
 
+// The three classifiers below use only comparisons and x - x, which is 0 for every finite value
+// (and every integer) and NaN for an infinity or a NaN, so they need no <cmath> in device code and
+// stay correct for integer and bool inputs.
+
+/// True for every value but NaN and ±infinity.
+struct IsFinite {
+  static constexpr Domain domain = Domain::Any;
+  template <typename C>
+  EMBER_HD constexpr bool operator()(C x) const {
+    return x - x == 0;
+  }
+};
+
+struct IsNan {
+  static constexpr Domain domain = Domain::Any;
+  template <typename C>
+  EMBER_HD constexpr bool operator()(C x) const {
+    return x != x;
+  }
+};
+
+/// True for ±infinity: not NaN, yet x - x is NaN.
+struct IsInf {
+  static constexpr Domain domain = Domain::Any;
+  template <typename C>
+  EMBER_HD constexpr bool operator()(C x) const {
+    return x == x && x - x != x - x;
+  }
+};
+
 // ---- binary, arithmetic -----------------------------------------------------------------------
 
 /// For bool, a + b is logical or (True + True is True), as in PyTorch.

@@ -19,7 +19,10 @@
   X(Gelu, "gelu")          \
   X(GeluTanh, "gelu")      \
   X(Silu, "silu")          \
-  X(LogicalNot, "logical_not")
+  X(LogicalNot, "logical_not") \
+  X(IsFinite, "isfinite")      \
+  X(IsNan, "isnan")            \
+  X(IsInf, "isinf")
 
 // Binary ops whose output dtype equals the computation dtype.
 #define EMBER_ARITH_BINARY_OPS(X) \

@@ -53,13 +53,14 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
     case BinaryOp::Minimum: {
       const bool is_max = op == BinaryOp::Maximum;
       // The larger (smaller) input gets the gradient; ties split it evenly, as PyTorch does.
-      autograd::record(out, is_max ? "MaximumBackward0" : "MinimumBackward0", {&a, &b}, [sa, sb, is_max](const Tensor& g) {
-        Tensor x = sa.get(), y = sb.get();
-        Tensor wins = (is_max ? gt(x, y) : lt(x, y)).to(g.dtype());
-        Tensor ties = eq(x, y).to(g.dtype()) * 0.5;
-        Tensor share = wins + ties;
-        return std::vector<Tensor>{g * share, g * (1 - share)};
-      });
+      autograd::record(out, is_max ? "MaximumBackward0" : "MinimumBackward0", {&a, &b},
+                       [sa, sb, is_max](const Tensor& g) {
+                         Tensor x = sa.get(), y = sb.get();
+                         Tensor wins = (is_max ? gt(x, y) : lt(x, y)).to(g.dtype());
+                         Tensor ties = eq(x, y).to(g.dtype()) * 0.5;
+                         Tensor share = wins + ties;
+                         return std::vector<Tensor>{g * share, g * (1 - share)};
+                       });
       return;
     }
     case BinaryOp::Pow:
@@ -83,24 +84,36 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
   };
   constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
   switch (op) {
-    case UnaryOp::Neg: rec("NegBackward0", [](const Tensor& g) { return -g; }); return;
+    case UnaryOp::Neg:
+      rec("NegBackward0", [](const Tensor& g) { return -g; });
+      return;
     case UnaryOp::Abs:
       rec("AbsBackward0", [sx](const Tensor& g) {
         Tensor v = sx.get();
         return g * (gt(v, zeros_like(v)).to(g.dtype()) - lt(v, zeros_like(v)).to(g.dtype()));
       });
       return;
-    case UnaryOp::Exp: rec("ExpBackward0", [sout](const Tensor& g) { return g * sout.get(); }); return;
-    case UnaryOp::Log: rec("LogBackward0", [sx](const Tensor& g) { return g / sx.get(); }); return;
-    case UnaryOp::Sqrt: rec("SqrtBackward0", [sout](const Tensor& g) { return g / (2 * sout.get()); }); return;
+    case UnaryOp::Exp:
+      rec("ExpBackward0", [sout](const Tensor& g) { return g * sout.get(); });
+      return;
+    case UnaryOp::Log:
+      rec("LogBackward0", [sx](const Tensor& g) { return g / sx.get(); });
+      return;
+    case UnaryOp::Sqrt:
+      rec("SqrtBackward0", [sout](const Tensor& g) { return g / (2 * sout.get()); });
+      return;
     case UnaryOp::Rsqrt:
       rec("RsqrtBackward0", [sout](const Tensor& g) {
         Tensor r = sout.get();
         return -0.5 * g * r * r * r;
       });
       return;
-    case UnaryOp::Sin: rec("SinBackward0", [sx](const Tensor& g) { return g * cos(sx.get()); }); return;
-    case UnaryOp::Cos: rec("CosBackward0", [sx](const Tensor& g) { return -g * sin(sx.get()); }); return;
+    case UnaryOp::Sin:
+      rec("SinBackward0", [sx](const Tensor& g) { return g * cos(sx.get()); });
+      return;
+    case UnaryOp::Cos:
+      rec("CosBackward0", [sx](const Tensor& g) { return -g * sin(sx.get()); });
+      return;
     case UnaryOp::Tanh:
       rec("TanhBackward0", [sout](const Tensor& g) {
         Tensor t = sout.get();
@@ -151,7 +164,10 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       });
       return;
     case UnaryOp::LogicalNot:
-      return;
+    case UnaryOp::IsFinite:
+    case UnaryOp::IsNan:
+    case UnaryOp::IsInf:
+      return;  // bool results carry no gradient
   }
 }
 
@@ -161,8 +177,9 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted
   const bool compare = is_comparison(op);
   const Dtype compute = compare ? promoted : arith_dtype(op, promoted);
   if (op == BinaryOp::Sub && compute == kBool) {
-    detail::fail("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                 "`logical_xor()` operator instead.");
+    detail::fail(
+        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+        "`logical_xor()` operator instead.");
   }
   Tensor out = make_tensor(sizes, compare ? kBool : compute, device);
   backend_for(device).binary(op, view_of(prepare_operand(a, compute, sizes)),
@@ -202,8 +219,9 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   backend_for(device).add_scaled(view_of(prepare_operand(a, dtype, sizes)), view_of(prepare_operand(b, dtype, sizes)),
                                  alpha, view_of(out));
   if (autograd::needs_grad({&a, &b})) {
-    autograd::record(out, alpha.to_double() < 0 ? "SubBackward0" : "AddBackward0", {&a, &b},
-                     [alpha](const Tensor& g) { return std::vector<Tensor>{g, g * alpha}; });
+    autograd::record(out, alpha.to_double() < 0 ? "SubBackward0" : "AddBackward0", {&a, &b}, [alpha](const Tensor& g) {
+      return std::vector<Tensor>{g, g * alpha};
+    });
   }
   return out;
 }
@@ -212,8 +230,8 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
   EMBER_CHECK(same_dims(result.sizes(), self.sizes()), "output with shape ", detail::shape_str(self.sizes()),
               " doesn't match the broadcast shape ", detail::shape_str(result.sizes()));
-  EMBER_CHECK(is_floating_point(self.dtype()) || !is_floating_point(result.dtype()),
-              "result type ", scalar_type_name(result.dtype()), " can't be cast to the desired output type ",
+  EMBER_CHECK(is_floating_point(self.dtype()) || !is_floating_point(result.dtype()), "result type ",
+              scalar_type_name(result.dtype()), " can't be cast to the desired output type ",
               scalar_type_name(self.dtype()), " (in ", op, "_)");
   self.copy_(result);
   return self;
@@ -259,7 +277,9 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   EMBER_CHECK(!(op == UnaryOp::Neg && x.dtype() == kBool),
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
               "the `~` or `logical_not()` operator instead.");
-  const Dtype out_dtype = op == UnaryOp::LogicalNot ? kBool : compute;
+  const bool predicate =
+      op == UnaryOp::LogicalNot || op == UnaryOp::IsFinite || op == UnaryOp::IsNan || op == UnaryOp::IsInf;
+  const Dtype out_dtype = predicate ? kBool : compute;
   Tensor out = make_tensor(x.sizes(), out_dtype, x.device());
   backend_for(x.device()).unary(op, view_of(prepare_operand(x, compute, x.sizes())), view_of(out));
   if (autograd::needs_grad({&x})) record_unary(op, out, x);
@@ -300,6 +320,9 @@ Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b);
 Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalAnd, a, b); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalOr, a, b); }
 Tensor logical_not(const Tensor& a) { return unary(UnaryOp::LogicalNot, a); }
+Tensor isfinite(const Tensor& x) { return unary(UnaryOp::IsFinite, x); }
+Tensor isnan(const Tensor& x) { return unary(UnaryOp::IsNan, x); }
+Tensor isinf(const Tensor& x) { return unary(UnaryOp::IsInf, x); }
 
 Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
@@ -350,8 +373,9 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   if (max) state.add(*max);
   const Dtype dtype = state.result();
   Tensor out = make_tensor(x.sizes(), dtype, x.device());
-  backend_for(x.device()).clamp(view_of(prepare_operand(x, dtype, x.sizes())), min.value_or(0), max.value_or(0),
-                                min.has_value(), max.has_value(), view_of(out));
+  backend_for(x.device())
+      .clamp(view_of(prepare_operand(x, dtype, x.sizes())), min.value_or(0), max.value_or(0), min.has_value(),
+             max.has_value(), view_of(out));
   if (autograd::needs_grad({&x})) {
     // The gradient passes where min <= x <= max.
     autograd::record(out, "ClampBackward1", {&x}, [sx = autograd::SavedTensor(x), min, max](const Tensor& g) {

@@ -179,6 +179,9 @@ const std::vector<std::pair<std::string, UnaryFn>>& unary_ops() {
       {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }},
       {"silu", [](const Tensor& x) { return silu(x); }},
       {"logical_not", [](const Tensor& x) { return logical_not(x); }},
+      {"isfinite", [](const Tensor& x) { return isfinite(x.log()); }},  // log gives NaN and -inf
+      {"isnan", [](const Tensor& x) { return isnan(x.log()); }},
+      {"isinf", [](const Tensor& x) { return isinf(x.log()); }},
   };
   return ops;
 }

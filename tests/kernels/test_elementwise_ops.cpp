@@ -152,6 +152,30 @@ TEST(ElementwiseOps, LogicalOpsTreatNonzeroAsTrue) {
   EXPECT_FALSE(LogicalNot{}(true));
 }
 
+TEST(ElementwiseOps, FloatClassifiers) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double x : {0.0, -0.0, 1.5, -1e308, std::numeric_limits<double>::denorm_min()}) {
+    EXPECT_TRUE(IsFinite{}(x)) << x;
+    EXPECT_FALSE(IsNan{}(x)) << x;
+    EXPECT_FALSE(IsInf{}(x)) << x;
+  }
+  for (double x : {inf, -inf}) {
+    EXPECT_FALSE(IsFinite{}(x));
+    EXPECT_FALSE(IsNan{}(x));
+    EXPECT_TRUE(IsInf{}(x));
+  }
+  EXPECT_FALSE(IsFinite{}(kNanF));
+  EXPECT_TRUE(IsNan{}(kNanF));
+  EXPECT_FALSE(IsInf{}(kNanF));
+  EXPECT_FALSE(IsInf{}(-std::numeric_limits<float>::infinity() * 0.0f));  // NaN, not infinity
+  // Integers and bools are always finite, including the extremes where x - x could overflow.
+  EXPECT_TRUE(IsFinite{}(std::numeric_limits<int64_t>::min()));
+  EXPECT_TRUE(IsFinite{}(uint8_t{255}));
+  EXPECT_TRUE(IsFinite{}(true));
+  EXPECT_FALSE(IsNan{}(int32_t{-7}));
+  EXPECT_FALSE(IsInf{}(std::numeric_limits<int32_t>::max()));
+}
+
 TEST(ElementwiseOps, AbsAndRelu) {
   EXPECT_EQ(Abs{}(-2.5f), 2.5f);
   EXPECT_FALSE(std::signbit(Abs{}(-0.0)));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "ember/ember.h"
@@ -85,6 +86,23 @@ TEST(Elementwise, ComparisonsGiveBool) {
   EXPECT_EQ(values(a == b), (std::vector<double>{0, 1, 0}));
   EXPECT_EQ(values(a >= 3), (std::vector<double>{0, 1, 1}));
   EXPECT_EQ(values(logical_not(a > 2)), (std::vector<double>{1, 0, 0}));
+}
+
+TEST(Elementwise, FiniteNanAndInfClassifiers) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor x = tensor({1.f, -inf, std::nanf(""), inf, -0.f});
+  EXPECT_EQ(isfinite(x).dtype(), kBool);
+  EXPECT_EQ(values(isfinite(x)), (std::vector<double>{1, 0, 0, 0, 1}));
+  EXPECT_EQ(values(isnan(x)), (std::vector<double>{0, 0, 1, 0, 0}));
+  EXPECT_EQ(values(isinf(x)), (std::vector<double>{0, 1, 0, 1, 0}));
+  EXPECT_EQ(values(isfinite(x.to(kFloat16))), (std::vector<double>{1, 0, 0, 0, 1}));
+  EXPECT_EQ(values(isinf(x.to(kBFloat16))), (std::vector<double>{0, 1, 0, 1, 0}));
+  EXPECT_EQ(values(isfinite(tensor({int64_t{-5}, int64_t{9}}))), (std::vector<double>{1, 1}));
+  // Strided input, and no gradient from a bool result.
+  Tensor w = x.reshape({5, 1}).expand({5, 2}).t();
+  EXPECT_EQ(values(isnan(w)), (std::vector<double>{0, 0, 1, 0, 0, 0, 0, 1, 0, 0}));
+  Tensor p = tensor({1.f, 2.f}).requires_grad_();
+  EXPECT_FALSE(isfinite(p * 2).requires_grad());
 }
 
 TEST(Elementwise, UnaryFloatOpsPromoteIntegers) {
