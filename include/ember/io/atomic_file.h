@@ -4,6 +4,7 @@
 /// checkpoints, a run's metrics — goes through here.
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -11,7 +12,10 @@ namespace ember::io {
 
 /// Writes to a temporary file beside `path`; commit() flushes it to disk, renames it over `path`
 /// and syncs the folder. Destroyed without commit() (an error, an exception elsewhere), it removes
-/// the temporary file and leaves `path` as it was. Errors are ember::Error naming the file.
+/// the temporary file and leaves `path` as it was. Errors are ember::Error naming the file and the
+/// reason, with what to do for a full disk, a read-only file system or a missing permission.
+/// A process killed mid-save leaves its temporary file behind; the next save of the same path
+/// removes the temporary files of processes that no longer run.
 class AtomicFileWriter {
  public:
   /// `context` starts every error message ("save_safetensors('w.safetensors')").
@@ -25,11 +29,17 @@ class AtomicFileWriter {
   void commit();
 
  private:
+  [[noreturn]] void fail(const std::string& what, int err) const;
+
+  struct ArmedFault;  // a fault injected for tests (EMBER_FAULT_INJECT, src/io/fault_injection.h)
+
   std::filesystem::path path_;
   std::string temp_path_;
   std::string context_;
   int fd_ = -1;
   bool committed_ = false;
+  uint64_t written_ = 0;
+  std::unique_ptr<ArmedFault> fault_;
 };
 
 /// Replaces `path` with `contents` atomically.
