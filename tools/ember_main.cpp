@@ -105,12 +105,21 @@ Subcommand add_train(CLI::App& app) {
   cmd->add_option("--progress", *progress, "auto, bar, lines or quiet")
       ->check(CLI::IsMember({"auto", "bar", "lines", "quiet"}))
       ->capture_default_str();
-  auto run = [cmd, options, resume, progress]() {
+  auto nan_policy = std::make_shared<std::string>("error");
+  cmd->add_option("--nan-policy", *nan_policy,
+                  "A NaN or infinite loss or gradient: error (save the last good state and stop, naming the step, "
+                  "tensor and op) or skip (skip that step and go on)")
+      ->check(CLI::IsMember({"error", "skip"}))
+      ->capture_default_str();
+  cmd->add_flag("--detect-anomaly", options->detect_anomaly,
+                "Check every backward function for NaN (slow): names the op that produced the first one");
+  auto run = [cmd, options, resume, progress, nan_policy]() {
     using ember::train::ProgressStyle;
     options->progress = *progress == "bar"     ? ProgressStyle::Bar
                         : *progress == "lines" ? ProgressStyle::Lines
                         : *progress == "quiet" ? ProgressStyle::Quiet
                                                : ProgressStyle::Auto;
+    options->nan_policy = *nan_policy == "skip" ? ember::train::NanPolicy::Skip : ember::train::NanPolicy::Error;
     ember::train::TrainResult result;
     if (!resume->empty()) {
       for (const std::string& flag : kFixedByRun) {

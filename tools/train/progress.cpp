@@ -112,4 +112,9 @@ void Progress::finish_epoch() {
   drawn_ = false;
 }
 
+void Progress::message(const std::string& line) {
+  finish_epoch();
+  out_ << line << "\n" << std::flush;
+}
+
 }  // namespace ember::train

@@ -26,6 +26,8 @@ class Progress {
   void count(int64_t samples_done) { samples_ = samples_done; }
   /// Clears the bar so that the epoch's summary line starts on a clean line.
   void finish_epoch();
+  /// Prints `line` on a line of its own; a bar is redrawn below it at the next update.
+  void message(const std::string& line);
 
   /// "1:05", "12:03:09".
   static std::string format_duration(double seconds);

@@ -53,11 +53,13 @@ RunConfig read_config(const std::filesystem::path& path) {
 }
 
 std::string metrics_csv(const std::vector<EpochMetrics>& history) {
-  std::string out = "epoch,train_loss,test_loss,test_accuracy,train_seconds,samples_per_second,peak_gpu_mib\n";
+  std::string out =
+      "epoch,train_loss,test_loss,test_accuracy,train_seconds,samples_per_second,peak_gpu_mib,skipped_steps\n";
   for (const EpochMetrics& m : history) {
     char row[256];
-    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.4f,%.3f,%.1f,%.1f\n", static_cast<long long>(m.epoch),
-                  m.train_loss, m.test_loss, m.test_accuracy, m.train_seconds, m.samples_per_second, m.peak_gpu_mib);
+    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.4f,%.3f,%.1f,%.1f,%lld\n", static_cast<long long>(m.epoch),
+                  m.train_loss, m.test_loss, m.test_accuracy, m.train_seconds, m.samples_per_second, m.peak_gpu_mib,
+                  static_cast<long long>(m.skipped_steps));
     out += row;
   }
   return out;
@@ -67,7 +69,7 @@ std::string history_to_json(const std::vector<EpochMetrics>& history) {
   nlohmann::json rows = nlohmann::json::array();
   for (const EpochMetrics& m : history) {
     rows.push_back({m.epoch, m.train_loss, m.test_loss, m.test_accuracy, m.train_seconds, m.samples_per_second, m.lr,
-                    m.peak_gpu_mib});
+                    m.peak_gpu_mib, m.skipped_steps});
   }
   return rows.dump();
 }
@@ -85,6 +87,7 @@ std::vector<EpochMetrics> history_from_json(const std::string& text) {
       m.samples_per_second = row.at(5).get<double>();
       m.lr = row.at(6).get<double>();
       if (row.size() > 7) m.peak_gpu_mib = row.at(7).get<double>();  // absent in 0.1.0 checkpoints
+      if (row.size() > 8) m.skipped_steps = row.at(8).get<int64_t>();
       history.push_back(m);
     }
   } catch (const nlohmann::json::exception& e) {

@@ -13,7 +13,8 @@ namespace ember::train {
 struct EpochMetrics {
   int64_t epoch = 0;  // 1-based
   double train_loss = 0, test_loss = 0, test_accuracy = 0, train_seconds = 0, samples_per_second = 0, lr = 0;
-  double peak_gpu_mib = 0;  // peak memory held by tensors on the GPU since the run started; 0 on the CPU
+  double peak_gpu_mib = 0;    // peak memory held by tensors on the GPU since the run started; 0 on the CPU
+  int64_t skipped_steps = 0;  // optimizer steps skipped for non-finite values (--nan-policy skip)
 };
 
 /// config.json: the resolved options plus facts about the run (`device`, `parameters`, ...).

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <functional>
 #include <iomanip>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "ember/ember.h"
@@ -32,6 +34,8 @@ constexpr const char* kCheckpointFile = "checkpoint.safetensors";
 constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kConfigFile = "config.json";
 constexpr int64_t kTestBatch = 1000;
+// Under --nan-policy skip, the first skips of an epoch are printed; later ones only counted.
+constexpr int64_t kReportedSkips = 10;
 
 // ---- Ctrl-C: the first one asks the loop to stop after the current step and save a checkpoint;
 // SA_RESETHAND restores the default action, so a second Ctrl-C ends the process at once. ----
@@ -146,6 +150,14 @@ EvalResult evaluate(nn::Module& model, const std::shared_ptr<const data::MNIST>&
   return result;
 }
 
+// Copies of the module's buffers (BatchNorm's running statistics): a training-mode forward
+// updates them, so they are part of the state before a step. Empty for models without any.
+nn::StateDict copy_buffers(const nn::Module& model) {
+  nn::StateDict copy;
+  for (const auto& [name, buffer] : model.named_buffers()) copy.insert(name, buffer.clone());
+  return copy;
+}
+
 // ---- one invocation of train() or resume() ----
 
 class Session {
@@ -159,8 +171,22 @@ class Session {
   void build();
   void restore(const io::Checkpoint& checkpoint);
   void print_banner(bool resumed) const;
-  void save_checkpoint();
+  /// `loader`/`rng` override the current ones: the state before a step that was not taken.
+  void save_checkpoint(const std::optional<data::DataLoaderState>& loader = std::nullopt, const Tensor& rng = {});
   void finish_epoch(double train_seconds);
+  /// Runs one save. A failure is reported and remembered instead of thrown: training keeps its
+  /// state in memory, and the next save point (or the retries at the end) tries again.
+  bool attempt(const std::string& what, const std::function<void()>& save);
+  /// Saves everything an epoch's end saves; the names of those that failed are in failed_saves_.
+  void save_files();
+  /// At the end of a run: retries failed saves for runtime_.save_retry_seconds, then gives up
+  /// with an error naming them.
+  void retry_failed_saves();
+  /// The first NaN or infinity in the loss or the gradients, described; nullopt when all finite.
+  std::optional<std::string> first_non_finite(const Tensor& loss) const;
+  /// Re-runs the step's forward and backward on `batch` with anomaly detection, returning what
+  /// it says about the op that produced the first NaN ("" when it finds none).
+  std::string find_nan_op(const data::Batch& batch, const Tensor& rng_before);
   data::DataLoaderState loader_state() const;
   /// The next training batch, already on the training device; std::nullopt ends the epoch.
   std::optional<data::Batch> next_batch();
@@ -184,7 +210,10 @@ class Session {
   std::unique_ptr<data::DataLoader> loader_;       // batches loaded on the host, or
   std::unique_ptr<DeviceBatches> device_batches_;  // the training set held on the GPU
   Tensor pending_loss_;                            // GPU only: summed losses not yet read
-  std::unique_ptr<io::SummaryWriter> events_;
+  std::unique_ptr<io::SummaryWriter> events_;      // null after a failed write, until one succeeds again
+  size_t epochs_logged_ = 0;                       // epochs of history_ written to events_
+  std::vector<std::string> failed_saves_;          // of the latest save round
+  nn::StateDict unsaved_best_;                     // best weights whose save failed, kept in memory
 
   std::vector<EpochMetrics> history_;
   double best_accuracy_ = -1;
@@ -193,6 +222,7 @@ class Session {
   double epoch_loss_sum_ = 0;
   int64_t epoch_samples_ = 0;
   double epoch_seconds_before_ = 0;
+  int64_t epoch_skipped_ = 0;
 };
 
 void Session::build() {
@@ -275,6 +305,9 @@ void Session::restore(const io::Checkpoint& checkpoint) {
   epoch_loss_sum_ = std::stod(extra("epoch_loss_sum"));
   epoch_samples_ = std::stoll(extra("epoch_samples"));
   epoch_seconds_before_ = std::stod(extra("epoch_seconds"));
+  auto skipped = checkpoint.extra.find("epoch_skipped");  // absent before --nan-policy existed
+  epoch_skipped_ = skipped == checkpoint.extra.end() ? 0 : std::stoll(skipped->second);
+  epochs_logged_ = history_.size();
 }
 
 // Doubles as text that reads back to the same bits.
@@ -284,22 +317,127 @@ std::string exact(double value) {
   return s.str();
 }
 
-void Session::save_checkpoint() {
+void Session::save_checkpoint(const std::optional<data::DataLoaderState>& loader, const Tensor& rng) {
   io::Checkpoint checkpoint;
   checkpoint.model = model_->state_dict();
   checkpoint.optimizer = optimizer_->state_dict();
   if (scheduler_) checkpoint.scheduler = scheduler_->state_dict();
-  checkpoint.rng = get_rng_state();
+  checkpoint.rng = rng.defined() ? rng : get_rng_state();
   flush_loss();
-  checkpoint.loader = loader_state();
-  checkpoint.epoch = loader_state().epoch;
+  checkpoint.loader = loader ? *loader : loader_state();
+  checkpoint.epoch = checkpoint.loader.epoch;
   checkpoint.step = global_step_;
   checkpoint.extra["history"] = history_to_json(history_);
   checkpoint.extra["best_accuracy"] = exact(best_accuracy_);
   checkpoint.extra["epoch_loss_sum"] = exact(epoch_loss_sum_);
   checkpoint.extra["epoch_samples"] = std::to_string(epoch_samples_);
   checkpoint.extra["epoch_seconds"] = exact(epoch_seconds_before_);
+  checkpoint.extra["epoch_skipped"] = std::to_string(epoch_skipped_);
   io::save_checkpoint(dir_ / kCheckpointFile, checkpoint);
+}
+
+bool Session::attempt(const std::string& what, const std::function<void()>& save) {
+  try {
+    save();
+    return true;
+  } catch (const Error& e) {
+    failed_saves_.push_back(what);
+    out_ << "warning: could not save " << what << ": " << e.what() << "\n" << std::flush;
+    return false;
+  }
+}
+
+void Session::save_files() {
+  failed_saves_.clear();
+  if (!unsaved_best_.empty() &&
+      attempt("the best weights", [&] { io::save_safetensors(dir_ / kModelFile, named(unsaved_best_)); })) {
+    unsaved_best_ = nn::StateDict();
+  }
+  attempt("the TensorBoard events", [&] {
+    if (!events_) events_ = std::make_unique<io::SummaryWriter>(dir_);  // a new file after a failed one
+    try {
+      for (; epochs_logged_ < history_.size(); ++epochs_logged_) {
+        const EpochMetrics& m = history_[epochs_logged_];
+        events_->add_scalar("train/loss", m.train_loss, m.epoch);
+        events_->add_scalar("test/loss", m.test_loss, m.epoch);
+        events_->add_scalar("test/accuracy", m.test_accuracy, m.epoch);
+        events_->add_scalar("lr", m.lr, m.epoch);
+      }
+      events_->flush();
+    } catch (const Error&) {
+      events_.reset();  // a writer refuses further events after a failed one
+      throw;
+    }
+  });
+  attempt("metrics.csv", [&] { io::write_file_atomically(dir_ / "metrics.csv", metrics_csv(history_)); });
+  attempt("curves.png", [&] {
+    std::vector<EpochPoint> points;
+    for (const EpochMetrics& h : history_)
+      points.push_back({h.epoch, h.train_loss, h.test_loss, 100 * h.test_accuracy});
+    std::ostringstream title;
+    title << "ember train: " << config_.model << ", " << config_.optimizer << " lr " << config_.lr << ", batch "
+          << config_.batch_size;
+    write_curves_png(dir_ / "curves.png", points, title.str());
+  });
+  // Last: the checkpoint is what --resume starts from, so once it is on disk every other file
+  // already shows the epochs it holds. A run killed before it redoes the epoch and rewrites them.
+  attempt("the checkpoint", [&] { save_checkpoint(); });
+}
+
+void Session::retry_failed_saves() {
+  if (failed_saves_.empty()) return;
+  constexpr double kPause = 5;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(runtime_.save_retry_seconds);
+  while (Clock::now() < deadline) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    out_ << "retrying the failed saves in " << std::lround(std::min(kPause, left)) << " s (until " << std::lround(left)
+         << " s have passed)\n"
+         << std::flush;
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(kPause, left)));
+    save_files();
+    if (failed_saves_.empty()) {
+      out_ << "saved everything on retrying\n" << std::flush;
+      return;
+    }
+  }
+  std::string names;
+  for (const std::string& name : failed_saves_) names += (names.empty() ? "" : ", ") + name;
+  throw Error("could not save " + names + " in '" + dir_.string() +
+              "' (reasons above); what is on disk is from the last successful save, and the rest of this run's "
+              "state is lost when ember exits");
+}
+
+std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
+  // One number for the whole step: a sum is finite only if every term is, so this reads back a
+  // single value; the exact search below runs only when it is not finite.
+  Tensor total = loss.detach().to(kFloat64);
+  const auto params = model_->named_parameters();
+  for (const auto& [name, p] : params) {
+    if (p.grad().defined()) total = total + p.grad().sum().to(kFloat64);
+  }
+  if (std::isfinite(total.item<double>())) return std::nullopt;
+  auto count = [](const Tensor& t) { return logical_not(isfinite(t)).sum().item<int64_t>(); };
+  if (const int64_t bad = count(loss.detach()); bad > 0)
+    return "the loss is " + std::string(std::isnan(loss.item<double>()) ? "NaN" : "infinite");
+  for (const auto& [name, p] : params) {
+    if (!p.grad().defined()) continue;
+    if (const int64_t bad = count(p.grad()); bad > 0)
+      return "the gradient of " + name + " has " + std::to_string(bad) + " non-finite values (of " +
+             std::to_string(p.numel()) + ")";
+  }
+  return std::nullopt;  // the sum overflowed, but every value is finite
+}
+
+std::string Session::find_nan_op(const data::Batch& batch, const Tensor& rng_before) {
+  set_rng_state(rng_before);  // the same dropout masks as the failed step
+  DetectAnomalyGuard anomaly;
+  optimizer_->zero_grad();
+  try {
+    nn::functional::cross_entropy(model_->forward(batch.data), batch.target).backward();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 void Session::print_banner(bool resumed) const {
@@ -336,6 +474,7 @@ void Session::finish_epoch(double train_seconds) {
   if (device_.device.is_cuda()) {
     m.peak_gpu_mib = static_cast<double>(cuda::max_memory_allocated(device_.device.index())) / (1 << 20);
   }
+  m.skipped_steps = epoch_skipped_;
   history_.push_back(m);
 
   char line[256];
@@ -344,31 +483,26 @@ void Session::finish_epoch(double train_seconds) {
                 static_cast<long long>(epoch), static_cast<long long>(config_.epochs), m.train_loss, m.test_loss,
                 100 * m.test_accuracy, train_seconds, Progress::format_count(m.samples_per_second).c_str());
   out_ << line << memory_note();
-  if (m.test_accuracy > best_accuracy_) {
+  if (m.skipped_steps > 0) out_ << "  " << m.skipped_steps << " steps skipped (non-finite)";
+  const bool best = m.test_accuracy > best_accuracy_;
+  if (best) {
     best_accuracy_ = m.test_accuracy;
-    io::save_safetensors(dir_ / kModelFile, named(model_->state_dict()));
-    out_ << "  best so far, saved";
+    out_ << "  best so far";
   }
   out_ << "\n" << std::flush;
-
-  events_->add_scalar("train/loss", m.train_loss, epoch);
-  events_->add_scalar("test/loss", m.test_loss, epoch);
-  events_->add_scalar("test/accuracy", m.test_accuracy, epoch);
-  events_->add_scalar("lr", m.lr, epoch);
-  events_->flush();
+  if (best) {
+    // A copy (training goes on changing the model), saved by save_files() and kept in memory
+    // until a save succeeds.
+    unsaved_best_ = nn::StateDict();
+    for (const auto& [key, value] : model_->state_dict()) unsaved_best_.insert(key, value.clone());
+  }
 
   if (scheduler_) scheduler_->step();
   epoch_loss_sum_ = 0;
   epoch_samples_ = 0;
   epoch_seconds_before_ = 0;
-  save_checkpoint();
-  io::write_file_atomically(dir_ / "metrics.csv", metrics_csv(history_));
-  std::vector<EpochPoint> points;
-  for (const EpochMetrics& h : history_) points.push_back({h.epoch, h.train_loss, h.test_loss, 100 * h.test_accuracy});
-  std::ostringstream title;
-  title << "ember train: " << config_.model << ", " << config_.optimizer << " lr " << config_.lr << ", batch "
-        << config_.batch_size;
-  write_curves_png(dir_ / "curves.png", points, title.str());
+  epoch_skipped_ = 0;
+  save_files();
 }
 
 TrainResult Session::run(const io::Checkpoint* checkpoint) {
@@ -379,6 +513,8 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
                             config_to_json(config_, device_.device.str(), count_parameters(*model_)));
   events_ = std::make_unique<io::SummaryWriter>(dir_);
   InterruptHandler interrupt_handler;
+  std::unique_ptr<DetectAnomalyGuard> anomaly;
+  if (runtime_.detect_anomaly) anomaly = std::make_unique<DetectAnomalyGuard>();
   print_banner(checkpoint != nullptr);
 
   TrainResult result;
@@ -395,19 +531,60 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
     const auto start = Clock::now();
     int64_t step = first_step;
     bool stop = false;
-    while (std::optional<data::Batch> batch = next_batch()) {
+    const bool guard_state = runtime_.nan_policy == NanPolicy::Error;
+    while (true) {
+      // The state before the step, for a checkpoint of it should the step turn out non-finite.
+      const data::DataLoaderState before = loader_state();
+      const Tensor rng_before = guard_state ? get_rng_state() : Tensor();
+      const nn::StateDict buffers_before = guard_state ? copy_buffers(*model_) : nn::StateDict();
+      std::optional<data::Batch> batch = next_batch();
+      if (!batch) break;
       const Tensor& y = batch->target;
       const Tensor loss = nn::functional::cross_entropy(model_->forward(batch->data), y);
       optimizer_->zero_grad();
       loss.backward();
-      optimizer_->step();
-      add_loss(loss, y.size(0));
+      if (std::optional<std::string> bad = first_non_finite(loss)) {
+        if (!guard_state) {
+          if (++epoch_skipped_ <= kReportedSkips) {
+            progress.message("step " + std::to_string(step + 1) + " of epoch " + std::to_string(epoch) + ": " + *bad +
+                             "; step skipped (--nan-policy skip)" +
+                             (epoch_skipped_ == kReportedSkips ? "; further skips this epoch are only counted" : ""));
+          }
+        } else {
+          progress.finish_epoch();
+          const std::string op = find_nan_op(*batch, rng_before);
+          // The step changed nothing but gradients and (in training mode) buffers: put those
+          // back, and save the state as it was before the batch.
+          model_->load_state_dict(buffers_before, /*strict=*/false);
+          epoch_seconds_before_ += std::chrono::duration<double>(Clock::now() - start).count();
+          failed_saves_.clear();
+          attempt("the checkpoint", [&] { save_checkpoint(before, rng_before); });
+          std::ostringstream message;
+          message << "step " << step + 1 << " of epoch " << epoch << " (step " << global_step_ + 1
+                  << " of the run): " << *bad << ".";
+          if (!op.empty()) message << "\nAnomaly detection, re-running the step: " << op;
+          if (failed_saves_.empty()) {
+            message << "\nThe state before this step is saved in " << (dir_ / kCheckpointFile).string()
+                    << ". `ember train --resume " << dir_.string()
+                    << " --nan-policy skip` continues from it, stepping over batches like this one; a new run with a "
+                       "lower --lr may avoid them.";
+          } else {
+            message << "\nThe state before this step could not be saved (see the warning above); "
+                    << (dir_ / kCheckpointFile).string() << " holds the last state saved before it.";
+          }
+          throw Error(message.str());
+        }
+      } else {
+        optimizer_->step();
+        add_loss(loss, y.size(0));
+      }
       ++step;
       ++global_step_;
       ++steps_here;
       if (progress.due(step)) {
         flush_loss();
-        progress.update(step, epoch_loss_sum_ / static_cast<double>(epoch_samples_), epoch_samples_, memory_note());
+        const double mean = epoch_samples_ > 0 ? epoch_loss_sum_ / static_cast<double>(epoch_samples_) : 0;
+        progress.update(step, mean, epoch_samples_, memory_note());
       } else {
         progress.count(epoch_samples_);
       }
@@ -422,7 +599,8 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
       // Stopped on the epoch's last step, the loader stands at the epoch's end: a resumed run
       // then finds no batch left and finishes the epoch (evaluation, files) as usual.
       epoch_seconds_before_ = seconds;
-      save_checkpoint();
+      save_files();
+      retry_failed_saves();
       out_ << "interrupted in epoch " << epoch << " after step " << step << "/" << steps_per_epoch
            << ": checkpoint saved to " << (dir_ / kCheckpointFile).string() << "\n"
            << "resume with: ember train --resume " << dir_.string() << "\n"
@@ -431,7 +609,11 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
       break;
     }
     finish_epoch(seconds);
+    const bool more = static_cast<int64_t>(history_.size()) < config_.epochs;
+    if (more && !failed_saves_.empty())
+      out_ << "  training goes on with its state in memory; the next epoch's end saves again\n" << std::flush;
   }
+  if (!result.interrupted) retry_failed_saves();
   result.epochs_completed = static_cast<int64_t>(history_.size());
   result.best_accuracy = std::max(best_accuracy_, 0.0);
   result.last_accuracy = history_.empty() ? 0 : history_.back().test_accuracy;
@@ -491,7 +673,8 @@ TrainResult resume(const std::filesystem::path& run_dir, const TrainOptions& opt
   const std::filesystem::path checkpoint_path = run_dir / kCheckpointFile;
   if (!std::filesystem::exists(checkpoint_path))
     throw Error("'" + run_dir.string() + "' has no " + kCheckpointFile +
-                ": the run saved none, so there is nothing to resume");
+                ": the run stopped before its first checkpoint, so there is nothing to resume; remove the folder or "
+                "choose another --out to start again");
   const io::Checkpoint checkpoint = io::load_checkpoint(checkpoint_path);
   // The loader's epoch counts the epochs finished (a checkpoint taken mid-epoch is in the next).
   const int64_t done = checkpoint.loader.epoch;

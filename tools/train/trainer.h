@@ -26,6 +26,14 @@ enum class ProgressStyle {
   Quiet,  // the banner and the per-epoch results only
 };
 
+/// What a training step does when its loss or a gradient is NaN or infinite.
+enum class NanPolicy {
+  Error,  // stop: save a checkpoint of the state before the step, then throw an error naming the
+          // step, the first non-finite tensor and (by re-running the step with anomaly detection)
+          // the backward function that produced it
+  Skip,   // leave the parameters and optimizer untouched for that batch, report it, go on
+};
+
 /// What `ember train` accepts. Unset fields take the model's recipe (see resolve()).
 struct TrainOptions {
   std::string model = "mlp";
@@ -42,6 +50,15 @@ struct TrainOptions {
   std::optional<std::string> device;  // empty: best_device()
   int threads = 0;                    // CPU threads; 0: ember's default
   ProgressStyle progress = ProgressStyle::Auto;
+  /// Checked before every optimizer step. On a GPU this reads one number back per step.
+  NanPolicy nan_policy = NanPolicy::Error;
+  /// Anomaly detection (AnomalyMode) for the whole run: slow, names the first op whose backward
+  /// returns NaN as soon as it happens.
+  bool detect_anomaly = false;
+  /// When the last saves of a run (at its end, or at Ctrl-C) fail, how long to keep retrying
+  /// them, every few seconds, before giving up with an error. Saves during training that fail
+  /// are reported and retried at the next save point; the state stays in memory meanwhile.
+  double save_retry_seconds = 60;
   /// Stops as Ctrl-C does (checkpoint, then return) after this many optimizer steps of this
   /// invocation; 0 never. For tests of interruption and resume.
   int64_t stop_after_steps = 0;
@@ -76,8 +93,9 @@ struct TrainResult {
 TrainResult train(const TrainOptions& options, std::ostream& out);
 
 /// Continues the run in `run_dir` from its checkpoint with the options in its config.json;
-/// `epochs` may raise the number of epochs, device/threads/progress/stop_after_steps come from
-/// `options` (its other fields must be left unset by the caller).
+/// `epochs` may raise the number of epochs, device/threads/progress/nan_policy/detect_anomaly/
+/// save_retry_seconds/stop_after_steps come from `options` (its other fields must be left unset
+/// by the caller).
 TrainResult resume(const std::filesystem::path& run_dir, const TrainOptions& options, std::ostream& out);
 
 struct EvalResult {

@@ -1,0 +1,213 @@
+// `ember train` under faults: non-finite losses and gradients (--nan-policy), and saves that fail
+// (a full disk, injected through EMBER_FAULT_INJECT) without the run losing its state.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "ember/ember.h"
+#include "support/error_of.h"
+#include "support/temp_dir.h"
+#include "train/trainer.h"
+
+namespace {
+
+using namespace ember;
+using ember_test::error_of;
+using ember_test::TempDir;
+namespace fs = std::filesystem;
+
+bool have_fashion_mnist() {
+  for (const char* name : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"}) {
+    if (fs::exists(fs::path(data::kFashionMnistDir) / name)) return true;
+  }
+  return false;
+}
+
+#define SKIP_WITHOUT_DATA() \
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed in " << data::kFashionMnistDir
+
+class InjectFault {
+ public:
+  explicit InjectFault(const std::string& spec) { ::setenv("EMBER_FAULT_INJECT", spec.c_str(), 1); }
+  ~InjectFault() { ::unsetenv("EMBER_FAULT_INJECT"); }
+  InjectFault(const InjectFault&) = delete;
+  InjectFault& operator=(const InjectFault&) = delete;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Adam with a learning rate of 1e30 makes the weights overflow within a few steps.
+train::TrainOptions diverging(const fs::path& out) {
+  train::TrainOptions o;
+  o.optimizer = "adam";
+  o.lr = 1e30;
+  o.limit = 256;
+  o.epochs = 1;
+  o.progress = train::ProgressStyle::Quiet;
+  o.out = out;
+  return o;
+}
+
+bool all_finite(const io::Checkpoint& c) {
+  for (const auto& [name, t] : c.model) {
+    if (logical_not(isfinite(t)).sum().item<int64_t>() > 0) return false;
+  }
+  return true;
+}
+
+int64_t column_sum(const std::string& csv, const std::string& column) {
+  std::istringstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  int index = 0;
+  for (size_t pos = 0, next;
+       (next = header.find(',', pos)) != std::string::npos && header.substr(pos, next - pos) != column; pos = next + 1)
+    ++index;
+  int64_t sum = 0;
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::string cell;
+    for (int i = 0; i <= index; ++i) std::getline(row, cell, ',');
+    sum += std::stoll(cell);
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST(NanPolicy, ErrorStopsNamingTheStepAndSavesTheLastGoodState) {
+  SKIP_WITHOUT_DATA();
+  const TempDir dir("nan_error");
+  std::ostringstream log;
+  const std::string message = error_of([&] { train::train(diverging(dir.path()), log); });
+  const std::regex shape(
+      R"re(step (\d+) of epoch 1 \(step (\d+) of the run\): (the loss is (NaN|infinite)|the gradient of ))re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(message, m, shape)) << message;
+  const int64_t bad_step = std::stoll(m[2]);
+  EXPECT_GT(bad_step, 1);  // the first step starts from finite weights
+  EXPECT_NE(message.find("Anomaly detection, re-running the step: Function '"), std::string::npos) << message;
+  EXPECT_NE(message.find("--nan-policy skip"), std::string::npos) << message;
+
+  // The checkpoint is the state after the last good step: finite, and one step short.
+  const io::Checkpoint saved = io::load_checkpoint(dir.path() / "checkpoint.safetensors");
+  EXPECT_EQ(saved.step, bad_step - 1);
+  EXPECT_EQ(saved.loader.position, bad_step - 1);
+  EXPECT_TRUE(all_finite(saved));
+
+  // Resuming with the default policy meets the same step again, deterministically.
+  train::TrainOptions again;
+  again.progress = train::ProgressStyle::Quiet;
+  const std::string second = error_of([&] { train::resume(dir.path(), again, log); });
+  EXPECT_NE(second.find("step " + std::to_string(bad_step) + " of the run"), std::string::npos) << second;
+
+  // With skip, the run finishes; the skipped steps are counted in metrics.csv.
+  again.nan_policy = train::NanPolicy::Skip;
+  std::ostringstream skip_log;
+  const train::TrainResult done = train::resume(dir.path(), again, skip_log);
+  EXPECT_EQ(done.epochs_completed, 1);
+  EXPECT_NE(skip_log.str().find("step skipped (--nan-policy skip)"), std::string::npos) << skip_log.str();
+  const int64_t skipped = column_sum(read_text(dir.path() / "metrics.csv"), "skipped_steps");
+  EXPECT_GE(skipped, 1);
+  EXPECT_LE(skipped, 4 - (bad_step - 1));
+  EXPECT_TRUE(all_finite(io::load_checkpoint(dir.path() / "checkpoint.safetensors")));
+}
+
+TEST(NanPolicy, BothPoliciesGiveTheSameModelWhenAllIsFinite) {
+  // The error policy also snapshots the random state and buffers before each step; neither
+  // policy may change what a finite run computes.
+  SKIP_WITHOUT_DATA();
+  const TempDir a("nan_a"), b("nan_b");
+  train::TrainOptions o;
+  o.limit = 256;
+  o.epochs = 1;
+  o.progress = train::ProgressStyle::Quiet;
+  std::ostringstream log;
+  o.out = a.path();
+  train::train(o, log);
+  o.out = b.path();
+  o.nan_policy = train::NanPolicy::Skip;
+  train::train(o, log);
+  const io::Checkpoint x = io::load_checkpoint(a.path() / "checkpoint.safetensors");
+  const io::Checkpoint y = io::load_checkpoint(b.path() / "checkpoint.safetensors");
+  for (const auto& [name, t] : x.model) EXPECT_TRUE(equal(t, y.model.at(name))) << name;
+  EXPECT_EQ(column_sum(read_text(a.path() / "metrics.csv"), "skipped_steps"), 0);
+}
+
+TEST(SaveFailures, AFullDiskMidRunIsReportedAndTheNextSaveCatchesUp) {
+  SKIP_WITHOUT_DATA();
+  const TempDir dir("save_fail_mid");
+  train::TrainOptions o;
+  o.limit = 256;
+  o.epochs = 2;
+  o.progress = train::ProgressStyle::Quiet;
+  o.out = dir.path();
+  std::ostringstream log;
+  {
+    InjectFault fault("ENOSPC:checkpoint.safetensors#1:byte=100");
+    const train::TrainResult result = train::train(o, log);
+    EXPECT_EQ(result.epochs_completed, 2);
+  }
+  const std::string text = log.str();
+  EXPECT_NE(text.find("warning: could not save the checkpoint: "), std::string::npos) << text;
+  EXPECT_NE(text.find("No space left on device"), std::string::npos) << text;
+  EXPECT_NE(text.find("training goes on with its state in memory"), std::string::npos) << text;
+  EXPECT_EQ(io::load_checkpoint(dir.path() / "checkpoint.safetensors").step, 8);
+}
+
+TEST(SaveFailures, BestWeightsWhoseSaveFailedAreKeptUntilSaved) {
+  SKIP_WITHOUT_DATA();
+  const TempDir dir("save_fail_best");
+  train::TrainOptions o;
+  o.limit = 256;
+  o.epochs = 2;
+  o.progress = train::ProgressStyle::Quiet;
+  o.out = dir.path();
+  std::ostringstream log;
+  InjectFault fault("EROFS:model.safetensors#1:open");
+  train::train(o, log);
+  EXPECT_NE(log.str().find("warning: could not save the best weights: "), std::string::npos) << log.str();
+  EXPECT_TRUE(fs::exists(dir.path() / "model.safetensors"));
+}
+
+TEST(SaveFailures, TheLastSaveIsRetriedThenReportedAsAnError) {
+  SKIP_WITHOUT_DATA();
+  const TempDir ok_dir("save_fail_retry"), bad_dir("save_fail_final");
+  train::TrainOptions o;
+  o.limit = 128;
+  o.epochs = 1;
+  o.progress = train::ProgressStyle::Quiet;
+  o.save_retry_seconds = 1;
+  {
+    // The retry succeeds: only the first save of the checkpoint fails.
+    InjectFault fault("ENOSPC:checkpoint.safetensors#1:sync");
+    o.out = ok_dir.path();
+    std::ostringstream log;
+    train::train(o, log);
+    EXPECT_NE(log.str().find("saved everything on retrying"), std::string::npos) << log.str();
+    EXPECT_EQ(io::load_checkpoint(ok_dir.path() / "checkpoint.safetensors").step, 2);
+  }
+  {
+    // Every retry fails too (a fault on each of the first 3 saves would need 3 settings; with no
+    // retry time, the first failure is final).
+    InjectFault fault("ENOSPC:checkpoint.safetensors#1:byte=0");
+    o.out = bad_dir.path();
+    o.save_retry_seconds = 0;
+    std::ostringstream log;
+    const std::string message = error_of([&] { train::train(o, log); });
+    EXPECT_NE(message.find("could not save the checkpoint in '" + bad_dir.path().string() + "'"), std::string::npos)
+        << message;
+    EXPECT_FALSE(fs::exists(bad_dir.path() / "checkpoint.safetensors"));
+    EXPECT_TRUE(fs::exists(bad_dir.path() / "model.safetensors"));  // what could be saved was
+  }
+}
