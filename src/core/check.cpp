@@ -1,6 +1,44 @@
 #include "core/check.h"
 
+#include "ember/tensor.h"
+
 namespace ember::detail {
+
+namespace {
+thread_local const OpContext* g_current_op = nullptr;
+}  // namespace
+
+OpContext::OpContext(const char* op, std::initializer_list<Input> inputs) : op_(op) {
+  if (g_current_op != nullptr) return;  // an op called by another op: the outer one is named
+  for (const Input& input : inputs) {
+    if (count_ < kMaxInputs) inputs_[count_++] = input;
+  }
+  g_current_op = this;
+  outermost_ = true;
+}
+
+OpContext::~OpContext() {
+  if (outermost_) g_current_op = nullptr;
+}
+
+std::string OpContext::describe_current() {
+  const OpContext* c = g_current_op;
+  if (c == nullptr) return "";
+  std::string text = std::string("\n  in ") + c->op_ + "(";
+  for (size_t i = 0; i < c->count_; ++i) {
+    const auto& [name, tensor] = c->inputs_[i];
+    if (i) text += ", ";
+    text += std::string(name) + ": ";
+    if (tensor == nullptr || !tensor->defined()) {
+      text += "undefined";
+      continue;
+    }
+    std::string_view dtype = dtype_name(tensor->dtype());
+    if (dtype.starts_with("torch.")) dtype.remove_prefix(6);
+    text += std::string(dtype) + " " + shape_str(tensor->sizes()) + " on " + tensor->device().str();
+  }
+  return text + ")";
+}
 
 std::string shape_str(IntList sizes) {
   std::string s = "[";

@@ -124,6 +124,7 @@ void Tensor::check_dtype_for_access(Dtype requested) const {
 }
 
 Scalar Tensor::item() const {
+  detail::OpContext context("item", {{"self", this}});
   EMBER_CHECK(numel() == 1, "a Tensor with ", numel(), " elements cannot be converted to Scalar");
   Tensor host = is_cpu() ? *this : to(Device(DeviceType::CPU));
   const void* p = host.data_ptr();
@@ -238,6 +239,7 @@ std::function<Tensor(const Tensor&)> embed_into(Dims sizes, std::function<Tensor
 }  // namespace
 
 Tensor Tensor::view(IntList sizes) const {
+  detail::OpContext context("view", {{"self", this}});
   Dims shape = infer_size(sizes, numel());
   auto strides = view_strides(impl().sizes, impl().strides, shape);
   EMBER_CHECK(strides.has_value(),
@@ -248,6 +250,7 @@ Tensor Tensor::view(IntList sizes) const {
 }
 
 Tensor Tensor::reshape(IntList sizes) const {
+  detail::OpContext context("reshape", {{"self", this}});
   Dims shape = infer_size(sizes, numel());
   if (auto strides = view_strides(impl().sizes, impl().strides, shape)) {
     return with_grad(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "ViewBackward0",
@@ -273,6 +276,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::permute(IntList dims) const {
+  detail::OpContext context("permute", {{"self", this}});
   EMBER_CHECK(static_cast<int64_t>(dims.size()) == dim(),
               "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired "
               "ordering of dimensions i.e. input.dim() = ",
@@ -305,6 +309,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  detail::OpContext context("select", {{"self", this}});
   EMBER_CHECK(dim() > 0, "select() cannot be applied to a 0-dim tensor.");
   d = wrap_dim(d, dim());
   const int64_t n = impl().sizes[d];
@@ -372,6 +377,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::expand(IntList target) const {
+  detail::OpContext context("expand", {{"self", this}});
   EMBER_CHECK(static_cast<int64_t>(target.size()) >= dim(), "expand(", dtype_name(dtype()), "{",
               detail::shape_str(sizes()), "}, size=", detail::shape_str(target), "): the number of sizes provided (",
               target.size(), ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
@@ -460,6 +466,7 @@ Tensor Tensor::clone() const {
 Tensor Tensor::detach() const { return make_view(*this, impl().sizes, impl().strides, storage_offset()); }
 
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
+  detail::OpContext context("copy_", {{"self", this}, {"src", &src}});
   detail::check_defined(*this, "copy_");
   detail::check_defined(src, "copy_");
   check_inplace_allowed(*this);
@@ -513,6 +520,7 @@ Tensor& Tensor::fill_(const Scalar& value) {
 // ---- to() ----
 
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
+  detail::OpContext context("to", {{"self", this}});
   detail::check_defined(*this, "to");
   const Dtype target_dtype = options.dtype_or(dtype());
   Device target_device = device();

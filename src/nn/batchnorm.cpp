@@ -44,6 +44,8 @@ std::vector<int64_t> channel_shape(const Tensor& input) {
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  ember::detail::OpContext context(
+      "batch_norm", {{"input", &input}, {"running_mean", &running_mean}, {"weight", &weight}, {"bias", &bias}});
   detail::check_defined(input, "batch_norm");
   EMBER_CHECK(input.dim() >= 2, "batch_norm: expected an input with at least 2 dimensions [N, C, *], got ", input.dim(),
               "D input");

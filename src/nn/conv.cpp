@@ -141,6 +141,7 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
 
 /// Unbatched [C, H, W] inputs run as a batch of one, as PyTorch's conv2d does.
 Tensor conv2d_any(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args) {
+  ember::detail::OpContext context("conv2d", {{"input", &input}, {"weight", &weight}, {"bias", &bias}});
   ember::detail::check_defined(input, "conv2d");
   ember::detail::check_defined(weight, "conv2d");
   EMBER_CHECK(input.dim() == 3 || input.dim() == 4,

@@ -62,6 +62,7 @@ Tensor picked_nll(const Tensor& log_probs, const Tensor& target) {
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  ember::detail::OpContext context("linear", {{"input", &input}, {"weight", &weight}, {"bias", &bias}});
   detail::check_defined(input, "linear");
   detail::check_defined(weight, "linear");
   Tensor out = matmul(input, weight.t());
@@ -83,6 +84,7 @@ Tensor log_softmax(const Tensor& input, int64_t dim) { return ember::log_softmax
 Tensor flatten(const Tensor& input, int64_t start_dim, int64_t end_dim) { return input.flatten(start_dim, end_dim); }
 
 Tensor dropout(const Tensor& input, double p, bool training) {
+  ember::detail::OpContext context("dropout", {{"input", &input}});
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
   detail::check_defined(input, "dropout");
   if (!training || p == 0.0) return input;
@@ -93,6 +95,7 @@ Tensor dropout(const Tensor& input, double p, bool training) {
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight) {
+  ember::detail::OpContext context("embedding", {{"input", &indices}, {"weight", &weight}});
   detail::check_defined(indices, "embedding");
   detail::check_defined(weight, "embedding");
   EMBER_CHECK(weight.dim() == 2, "'weight' must be 2-D");
@@ -107,6 +110,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
 }
 
 Tensor layer_norm(const Tensor& input, IntList normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  ember::detail::OpContext context("layer_norm", {{"input", &input}, {"weight", &weight}, {"bias", &bias}});
   detail::check_defined(input, "layer_norm");
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   bool matches = k >= 1 && input.dim() >= k;
@@ -125,11 +129,13 @@ Tensor layer_norm(const Tensor& input, IntList normalized_shape, const Tensor& w
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  ember::detail::OpContext context("nll_loss", {{"input", &input}, {"target", &target}});
   check_class_targets(input, target, "nll_loss");
   return reduce_loss(picked_nll(input, target), reduction);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction, double label_smoothing) {
+  ember::detail::OpContext context("cross_entropy", {{"input", &input}, {"target", &target}});
   EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
               "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
   detail::check_defined(input, "cross_entropy");
@@ -157,6 +163,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduct
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  ember::detail::OpContext context("mse_loss", {{"input", &input}, {"target", &target}});
   detail::check_defined(input, "mse_loss");
   detail::check_defined(target, "mse_loss");
   Tensor diff = input - target;
@@ -165,6 +172,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction reduction,
                                         const Tensor& pos_weight) {
+  ember::detail::OpContext context("binary_cross_entropy_with_logits",
+                                   {{"input", &input}, {"target", &target}, {"pos_weight", &pos_weight}});
   detail::check_defined(input, "binary_cross_entropy_with_logits");
   detail::check_defined(target, "binary_cross_entropy_with_logits");
   EMBER_CHECK(target.sizes().vec() == input.sizes().vec(), "Target size (torch.Size(",

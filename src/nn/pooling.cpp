@@ -130,6 +130,7 @@ std::pair<Tensor, Tensor> max_pool_impl(const Tensor& input, IntList kernel_size
 
 Tensor max_pool2d(const Tensor& input, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
                   bool ceil_mode) {
+  ember::detail::OpContext context("max_pool2d", {{"input", &input}});
   return max_pool_impl(input, kernel_size, stride, padding, dilation, ceil_mode).first;
 }
 
@@ -141,6 +142,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntList 
 
 Tensor avg_pool2d(const Tensor& input, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
                   bool count_include_pad, std::optional<int64_t> divisor_override) {
+  ember::detail::OpContext context("avg_pool2d", {{"input", &input}});
   detail::check_defined(input, "avg_pool2d");
   EMBER_CHECK(kernel_size.size() == 1 || kernel_size.size() == 2,
               "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints");
@@ -166,6 +168,7 @@ Tensor avg_pool2d(const Tensor& input, IntList kernel_size, IntList stride, IntL
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, IntList output_size) {
+  ember::detail::OpContext context("adaptive_avg_pool2d", {{"input", &input}});
   detail::check_defined(input, "adaptive_avg_pool2d");
   // A single value stands for both sizes, as torch.nn.functional's int argument does.
   EMBER_CHECK(output_size.size() == 1 || output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");

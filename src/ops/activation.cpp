@@ -10,6 +10,7 @@ namespace ember {
 namespace {
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  detail::OpContext context(log ? "log_softmax" : "softmax", {{"input", &x}});
   const char* name = log ? "log_softmax" : "softmax";
   detail::check_defined(x, name);
   EMBER_CHECK(x.is_floating_point(), "\"", log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",

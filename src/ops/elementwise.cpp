@@ -189,18 +189,21 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  detail::OpContext context(op_name(op), {{"input", &a}, {"other", &b}});
   check_defined(a, op_name(op));
   check_defined(b, op_name(op));
   return binary_impl(op, a, b, result_type(a, b));
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Scalar& b) {
+  detail::OpContext context(op_name(op), {{"input", &a}});
   check_defined(a, op_name(op));
   const Dtype promoted = result_type(a, b);
   return binary_impl(op, a, ops::wrap_scalar(b, promoted, a.device()), promoted);
 }
 
 Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b) {
+  detail::OpContext context(op_name(op), {{"other", &b}});
   check_defined(b, op_name(op));
   const Dtype promoted = result_type(b, a);
   return binary_impl(op, ops::wrap_scalar(a, promoted, b.device()), b, promoted);
@@ -208,6 +211,7 @@ Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b) {
 
 // out = a + alpha * b, for add/sub with alpha != 1.
 Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  detail::OpContext context("add", {{"input", &a}, {"other", &b}});
   check_defined(a, "add");
   check_defined(b, "add");
   const Device device = ops::common_device({&a, &b});
@@ -261,6 +265,7 @@ FloatRule float_rule(UnaryOp op) {
 }
 
 Tensor unary(UnaryOp op, const Tensor& x) {
+  detail::OpContext context(op_name(op), {{"input", &x}});
   check_defined(x, op_name(op));
   Dtype compute = x.dtype();
   switch (float_rule(op)) {
@@ -344,6 +349,7 @@ Tensor gelu(const Tensor& x, const char* approximate) {
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  detail::OpContext context("where", {{"condition", &cond}, {"input", &a}, {"other", &b}});
   check_defined(cond, "where");
   check_defined(a, "where");
   check_defined(b, "where");
@@ -365,6 +371,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  detail::OpContext context("clamp", {{"input", &x}});
   check_defined(x, "clamp");
   EMBER_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
   ops::ResultTypeState state;
@@ -417,15 +424,29 @@ Tensor Tensor::gt(const Tensor& other) const { return ember::gt(*this, other); }
 Tensor Tensor::ge(const Tensor& other) const { return ember::ge(*this, other); }
 
 Tensor& Tensor::add_(const Tensor& other, const Scalar& alpha) {
+  detail::OpContext context("add_", {{"self", this}, {"other", &other}});
   return assign_result(*this, ember::add(*this, other, alpha), "add");
 }
 Tensor& Tensor::sub_(const Tensor& other, const Scalar& alpha) {
+  detail::OpContext context("sub_", {{"self", this}, {"other", &other}});
   return assign_result(*this, ember::sub(*this, other, alpha), "sub");
 }
-Tensor& Tensor::mul_(const Tensor& other) { return assign_result(*this, ember::mul(*this, other), "mul"); }
-Tensor& Tensor::div_(const Tensor& other) { return assign_result(*this, ember::div(*this, other), "div"); }
-Tensor& Tensor::add_(const Scalar& other) { return assign_result(*this, binary(BinaryOp::Add, *this, other), "add"); }
-Tensor& Tensor::mul_(const Scalar& other) { return assign_result(*this, binary(BinaryOp::Mul, *this, other), "mul"); }
+Tensor& Tensor::mul_(const Tensor& other) {
+  detail::OpContext context("mul_", {{"self", this}, {"other", &other}});
+  return assign_result(*this, ember::mul(*this, other), "mul");
+}
+Tensor& Tensor::div_(const Tensor& other) {
+  detail::OpContext context("div_", {{"self", this}, {"other", &other}});
+  return assign_result(*this, ember::div(*this, other), "div");
+}
+Tensor& Tensor::add_(const Scalar& other) {
+  detail::OpContext context("add_", {{"self", this}});
+  return assign_result(*this, binary(BinaryOp::Add, *this, other), "add");
+}
+Tensor& Tensor::mul_(const Scalar& other) {
+  detail::OpContext context("mul_", {{"self", this}});
+  return assign_result(*this, binary(BinaryOp::Mul, *this, other), "mul");
+}
 
 // ---- operators ----
 

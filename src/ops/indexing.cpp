@@ -94,9 +94,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   for (const Tensor& t : tensors) check_defined(t, "stack");
   for (size_t i = 1; i < tensors.size(); ++i) {
-    EMBER_CHECK(same_dims(tensors[i].sizes(), tensors[0].sizes()), "stack expects each tensor to be equal size, but got ",
-                detail::shape_str(tensors[0].sizes()), " at entry 0 and ", detail::shape_str(tensors[i].sizes()),
-                " at entry ", i);
+    EMBER_CHECK(same_dims(tensors[i].sizes(), tensors[0].sizes()),
+                "stack expects each tensor to be equal size, but got ", detail::shape_str(tensors[0].sizes()),
+                " at entry 0 and ", detail::shape_str(tensors[i].sizes()), " at entry ", i);
   }
   dim = detail::wrap_dim(dim, tensors[0].dim() + 1);
   std::vector<Tensor> expanded;
@@ -106,6 +106,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  detail::OpContext context("index_select", {{"input", &x}, {"index", &index}});
   check_defined(x, "index_select");
   check_defined(index, "index_select");
   ops::check_same_device("wrapper__index_select", {{"self", &x}, {"index", &index}});
@@ -138,6 +139,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  detail::OpContext context("gather", {{"input", &x}, {"index", &index}});
   check_defined(x, "gather");
   check_defined(index, "gather");
   ops::check_same_device("wrapper_gather", {{"self", &x}, {"index", &index}});
@@ -146,9 +148,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
               "Index tensor must have the same number of dimensions as input tensor");
   dim = detail::wrap_dim(dim, x.dim());
   for (int64_t d = 0; d < index.dim(); ++d) {
-    EMBER_CHECK(d == dim || index.size(d) <= x.size(d), "Size does not match at dimension ", d,
-                " expected index ", detail::shape_str(index.sizes()), " to be smaller than self ",
-                detail::shape_str(x.sizes()), " apart from dimension ", dim);
+    EMBER_CHECK(d == dim || index.size(d) <= x.size(d), "Size does not match at dimension ", d, " expected index ",
+                detail::shape_str(index.sizes()), " to be smaller than self ", detail::shape_str(x.sizes()),
+                " apart from dimension ", dim);
   }
   Tensor out = make_tensor(index.sizes(), x.dtype(), x.device());
   if (out.numel() == 0) return out;
@@ -163,6 +165,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::OpContext context("scatter_add", {{"input", &x}, {"index", &index}, {"src", &src}});
   check_defined(x, "scatter_add");
   check_defined(index, "scatter_add");
   check_defined(src, "scatter_add");

@@ -55,6 +55,7 @@ void record_product(Tensor& out, const char* name, const Tensor& a, const Tensor
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  detail::OpContext context("mm", {{"input", &a}, {"mat2", &b}});
   check_defined(a, "mm");
   check_defined(b, "mm");
   ops::check_same_device("wrapper_mm", {{"self", &a}, {"mat2", &b}});
@@ -73,6 +74,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  detail::OpContext context("bmm", {{"input", &a}, {"mat2", &b}});
   check_defined(a, "bmm");
   check_defined(b, "bmm");
   ops::check_same_device("wrapper_bmm", {{"self", &a}, {"mat2", &b}});
@@ -93,6 +95,7 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::OpContext context("matmul", {{"input", &a}, {"other", &b}});
   check_defined(a, "matmul");
   check_defined(b, "matmul");
   if (!autograd::needs_grad({&a, &b})) return matmul_impl(a, b);
@@ -101,7 +104,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     NoGradGuard no_grad;
     out = matmul_impl(a, b);
   }
-  const char* name = a.dim() == 1 && b.dim() == 1 ? "DotBackward0"
+  const char* name = a.dim() == 1 && b.dim() == 1   ? "DotBackward0"
                      : a.dim() == 2 && b.dim() == 1 ? "MvBackward0"
                      : a.dim() <= 2 && b.dim() <= 2 ? "MmBackward0"
                                                     : "UnsafeViewBackward0";
@@ -118,14 +121,14 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b) {
     ops::check_same_device("wrapper_dot", {{"self", &a}, {"tensor", &b}});
     EMBER_CHECK(a.dtype() == b.dtype(), "dot : expected both vectors to have same dtype, but found ",
                 scalar_type_name(a.dtype()), " and ", scalar_type_name(b.dtype()));
-    EMBER_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0),
-                "] and src [", b.size(0), "] to have the same number of elements, but got ", a.size(0), " and ",
-                b.size(0), " elements respectively");
+    EMBER_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0), "] and src [",
+                b.size(0), "] to have the same number of elements, but got ", a.size(0), " and ", b.size(0),
+                " elements respectively");
     return mm(a.unsqueeze(0), b.unsqueeze(1)).reshape(std::vector<int64_t>{});
   }
   if (da == 2 && db == 1) {
-    EMBER_CHECK(a.size(1) == b.size(0), "size mismatch, got input (", a.size(0), "), mat (", dims_str(a),
-                "), vec (", b.size(0), ")");
+    EMBER_CHECK(a.size(1) == b.size(0), "size mismatch, got input (", a.size(0), "), mat (", dims_str(a), "), vec (",
+                b.size(0), ")");
     return mm(a, b.unsqueeze(1)).squeeze(1);
   }
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
@@ -137,8 +140,8 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   Tensor a3 = da == 1 ? a.unsqueeze(0) : a;  // [.., n, k]
   Tensor b3 = db == 1 ? b.unsqueeze(1) : b;  // [.., k, m]
   const int64_t n = a3.size(-2), k = a3.size(-1), k2 = b3.size(-2), m = b3.size(-1);
-  EMBER_CHECK(k == k2, "Expected size for first two dimensions of batch2 tensor to be: [", k, ", ", k2,
-              "] but got: [", k2, ", ", m, "].");
+  EMBER_CHECK(k == k2, "Expected size for first two dimensions of batch2 tensor to be: [", k, ", ", k2, "] but got: [",
+              k2, ", ", m, "].");
   IntList batch_a = a3.sizes().first(static_cast<size_t>(a3.dim() - 2));
   IntList batch_b = b3.sizes().first(static_cast<size_t>(b3.dim() - 2));
   Dims batch = broadcast_shapes(batch_a, batch_b);

@@ -78,9 +78,10 @@ void record_reduction(ReduceOp op, Tensor& out, const Tensor& x, const ReducePla
       });
       return;
     case ReduceOp::Mean:
-      autograd::record(out, all_dims ? "MeanBackward0" : "MeanBackward1", {&x}, [keep, in_sizes, count](const Tensor& g) {
-        return std::vector<Tensor>{unreduce(g, keep).expand(in_sizes) / count};
-      });
+      autograd::record(out, all_dims ? "MeanBackward0" : "MeanBackward1", {&x},
+                       [keep, in_sizes, count](const Tensor& g) {
+                         return std::vector<Tensor>{unreduce(g, keep).expand(in_sizes) / count};
+                       });
       return;
     case ReduceOp::Prod:
       // d(prod)/dx_i = prod / x_i; inputs containing zeros are not handled specially.
@@ -94,15 +95,17 @@ void record_reduction(ReduceOp op, Tensor& out, const Tensor& x, const ReducePla
       if (indices) {
         // max(dim)/min(dim): the gradient goes to the chosen index along the one reduced dim.
         const int64_t dim = reduced_dim;
-        autograd::record(out, op == ReduceOp::Max ? "MaxBackward0" : "MinBackward0", {&x},
-                         [keep, in_sizes, dim, idx = *indices](const Tensor& g) {
-                           Tensor gi = unreduce(g, keep);
-                           return std::vector<Tensor>{zeros(in_sizes, gi.dtype()).scatter_add(dim, idx.reshape(keep), gi)};
-                         });
+        autograd::record(
+            out, op == ReduceOp::Max ? "MaxBackward0" : "MinBackward0", {&x},
+            [keep, in_sizes, dim, idx = *indices](const Tensor& g) {
+              Tensor gi = unreduce(g, keep);
+              return std::vector<Tensor>{zeros(in_sizes, gi.dtype()).scatter_add(dim, idx.reshape(keep), gi)};
+            });
       } else {
         // amax/amin and max()/min(): equal maxima share the gradient evenly.
-        autograd::record(out, op == ReduceOp::Max ? (all_dims ? "MaxBackward1" : "AmaxBackward0")
-                                                  : (all_dims ? "MinBackward1" : "AminBackward0"),
+        autograd::record(out,
+                         op == ReduceOp::Max ? (all_dims ? "MaxBackward1" : "AmaxBackward0")
+                                             : (all_dims ? "MinBackward1" : "AminBackward0"),
                          {&x}, [keep, sx = SavedTensor(x), so = SavedTensor(out)](const Tensor& g) {
                            Tensor v = sx.get();
                            Tensor mask = eq(v, unreduce(so.get(), keep)).to(g.dtype());
@@ -126,8 +129,9 @@ void record_reduction(ReduceOp op, Tensor& out, const Tensor& x, const ReducePla
   }
 }
 
-Tensor run_reduction(ReduceOp op, const Tensor& x, IntList dims, bool keepdim, Dtype out_dtype,
-                     int64_t correction = 0, Tensor* indices = nullptr) {
+Tensor run_reduction(ReduceOp op, const Tensor& x, IntList dims, bool keepdim, Dtype out_dtype, int64_t correction = 0,
+                     Tensor* indices = nullptr) {
+  detail::OpContext context(op_name(op), {{"input", &x}});
   ReducePlan plan = plan_reduction(x, dims);
   Tensor out = make_tensor(plan.out_sizes, out_dtype, x.device());
   TensorView index_view;
@@ -159,8 +163,9 @@ void check_floating(const Tensor& x, const char* op) {
 void check_nonempty(const Tensor& x, IntList dims, const char* op) {
   if (x.numel() != 0) return;
   if (dims.empty() || x.dim() == 0) {
-    detail::fail(op, "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
-                     "with the 'dim' argument.");
+    detail::fail(op,
+                 "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+                 "with the 'dim' argument.");
   }
   for (int64_t d : dims) {
     const int64_t w = detail::wrap_dim(d, x.dim());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "support/error_of.h"
 #include "support/gradcheck.h"
 
 namespace {
@@ -145,14 +146,7 @@ TEST(Autograd, NoGradGuardAndDetachStopRecording) {
 }
 
 TEST(Autograd, ErrorsNameTheProblem) {
-  auto message = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = ember_test::error_of;  // without the "in op(...)" context line
   Tensor x = ones({2}).requires_grad_();
   EXPECT_EQ(message([&] { ones({2}).sum().backward(); }),
             "element 0 of tensors does not require grad and does not have a grad_fn");

@@ -8,6 +8,7 @@
 
 #include "ember/ember.h"
 #include "ember/nn/nn.h"
+#include "support/error_of.h"
 
 namespace {
 
@@ -57,18 +58,11 @@ TEST(NnLoss, ClassTargetErrors) {
   EXPECT_THROW(F::cross_entropy(logits, tensor({0, 1, 2})), Error);
   EXPECT_THROW(F::cross_entropy(logits, tensor({0, 1}).to(kInt32)), Error);
   EXPECT_THROW(F::cross_entropy(logits, tensor({0, 1}), nn::Reduction::Mean, 1.5), Error);
-  try {
-    F::nll_loss(logits, tensor({0, -1}));
-    FAIL() << "expected an error";
-  } catch (const Error& err) {
-    EXPECT_EQ(std::string(err.what()), "Target -1 is out of bounds.");
-  }
-  try {
-    F::nll_loss(logits, tensor({0, 1, 1}));
-    FAIL() << "expected an error";
-  } catch (const Error& err) {
-    EXPECT_EQ(std::string(err.what()), "Expected input batch_size (2) to match target batch_size (3).");
-  }
+  EXPECT_EQ(ember_test::error_of([&] { F::nll_loss(logits, tensor({0, -1})); }), "Target -1 is out of bounds.");
+  EXPECT_EQ(ember_test::error_of([&] {
+              F::nll_loss(logits, tensor({0, 1, 1}));
+            }),
+            "Expected input batch_size (2) to match target batch_size (3).");
 }
 
 TEST(NnLoss, NllMseBceByHand) {

@@ -340,7 +340,7 @@ bool Session::attempt(const std::string& what, const std::function<void()>& save
   try {
     save();
     return true;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // ember::Error, and std::filesystem's errors
     failed_saves_.push_back(what);
     out_ << "warning: could not save " << what << ": " << e.what() << "\n" << std::flush;
     return false;
@@ -370,15 +370,16 @@ void Session::save_files() {
     }
   });
   attempt("metrics.csv", [&] { io::write_file_atomically(dir_ / "metrics.csv", metrics_csv(history_)); });
-  attempt("curves.png", [&] {
-    std::vector<EpochPoint> points;
-    for (const EpochMetrics& h : history_)
-      points.push_back({h.epoch, h.train_loss, h.test_loss, 100 * h.test_accuracy});
-    std::ostringstream title;
-    title << "ember train: " << config_.model << ", " << config_.optimizer << " lr " << config_.lr << ", batch "
-          << config_.batch_size;
-    write_curves_png(dir_ / "curves.png", points, title.str());
-  });
+  if (!history_.empty())
+    attempt("curves.png", [&] {
+      std::vector<EpochPoint> points;
+      for (const EpochMetrics& h : history_)
+        points.push_back({h.epoch, h.train_loss, h.test_loss, 100 * h.test_accuracy});
+      std::ostringstream title;
+      title << "ember train: " << config_.model << ", " << config_.optimizer << " lr " << config_.lr << ", batch "
+            << config_.batch_size;
+      write_curves_png(dir_ / "curves.png", points, title.str());
+    });
   // Last: the checkpoint is what --resume starts from, so once it is on disk every other file
   // already shows the epochs it holds. A run killed before it redoes the epoch and rewrites them.
   attempt("the checkpoint", [&] { save_checkpoint(); });
