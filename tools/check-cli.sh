@@ -55,6 +55,7 @@ expect "train: bad --progress" 2 stderr "--progress" -- "$ember" train --progres
 expect "train: bad --lr" 2 stderr "--lr" -- "$ember" train --lr fast
 expect "train: unknown model" 1 stderr "^error: --model 'resnet' is not one of: mlp, cnn" -- "$ember" train --model resnet
 expect "train: missing data" 1 stderr "^error: .*/nonexistent" -- "$ember" train --data /nonexistent --out "$scratch/x"
+expect "train: bad --nan-policy" 2 stderr "--nan-policy" -- "$ember" train --nan-policy ignore
 expect "train: --resume with --lr" 1 stderr "^error: --lr cannot be combined with --resume" -- "$ember" train --resume "$scratch" --lr 1
 expect "train: --resume of no run" 1 stderr "^error: .*config.json" -- "$ember" train --resume "$scratch/none"
 expect "eval: no run" 1 stderr "^error: .*config.json" -- "$ember" eval "$scratch/none"

@@ -223,6 +223,7 @@ class Session {
   int64_t epoch_samples_ = 0;
   double epoch_seconds_before_ = 0;
   int64_t epoch_skipped_ = 0;
+  bool uses_dropout_ = false;  // whether the forward pass draws random numbers
 };
 
 void Session::build() {
@@ -234,6 +235,8 @@ void Session::build() {
   manual_seed(config_.seed);
   model_ = make_model(config_.model);
   model_->to(device_.device);
+  for (const auto& [name, module] : model_->named_modules())
+    uses_dropout_ = uses_dropout_ || std::dynamic_pointer_cast<nn::Dropout>(module) != nullptr;
   optimizer_ = make_optimizer(config_, model_->parameters());
   scheduler_ = make_scheduler(config_, *optimizer_);
   if (DeviceBatches::fits(*train_set_, device_.device)) {
@@ -409,14 +412,24 @@ void Session::retry_failed_saves() {
 }
 
 std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
-  // One number for the whole step: a sum is finite only if every term is, so this reads back a
-  // single value; the exact search below runs only when it is not finite.
-  Tensor total = loss.detach().to(kFloat64);
+  // A sum is finite only if every term is, so one sum per gradient tells whether to search; the
+  // exact search below runs only when it is not finite. On the CPU each sum is read directly;
+  // on a GPU they are added up there, so the step waits for the device once.
   const auto params = model_->named_parameters();
-  for (const auto& [name, p] : params) {
-    if (p.grad().defined()) total = total + p.grad().sum().to(kFloat64);
+  double total = 0;
+  if (device_.device.is_cpu()) {
+    total = loss.item<double>();
+    for (const auto& [name, p] : params) {
+      if (p.grad().defined()) total += p.grad().sum().item<double>();
+    }
+  } else {
+    Tensor sum = loss.detach().to(kFloat64);
+    for (const auto& [name, p] : params) {
+      if (p.grad().defined()) sum = sum + p.grad().sum().to(kFloat64);
+    }
+    total = sum.item<double>();
   }
-  if (std::isfinite(total.item<double>())) return std::nullopt;
+  if (std::isfinite(total)) return std::nullopt;
   auto count = [](const Tensor& t) { return logical_not(isfinite(t)).sum().item<int64_t>(); };
   if (const int64_t bad = count(loss.detach()); bad > 0)
     return "the loss is " + std::string(std::isnan(loss.item<double>()) ? "NaN" : "infinite");
@@ -430,7 +443,7 @@ std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
 }
 
 std::string Session::find_nan_op(const data::Batch& batch, const Tensor& rng_before) {
-  set_rng_state(rng_before);  // the same dropout masks as the failed step
+  if (rng_before.defined()) set_rng_state(rng_before);  // the same dropout masks as the failed step
   DetectAnomalyGuard anomaly;
   optimizer_->zero_grad();
   try {
@@ -536,7 +549,9 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
     while (true) {
       // The state before the step, for a checkpoint of it should the step turn out non-finite.
       const data::DataLoaderState before = loader_state();
-      const Tensor rng_before = guard_state ? get_rng_state() : Tensor();
+      // Reading the generator's state costs tens of microseconds: only when the model draws
+      // random numbers in its forward pass does the state before the step differ from after.
+      const Tensor rng_before = guard_state && uses_dropout_ ? get_rng_state() : Tensor();
       const nn::StateDict buffers_before = guard_state ? copy_buffers(*model_) : nn::StateDict();
       std::optional<data::Batch> batch = next_batch();
       if (!batch) break;
