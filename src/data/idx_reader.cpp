@@ -2,6 +2,8 @@
 // until the file's size backs it up: a header can claim any size, and memory is allocated only
 // for what the bytes on disk can actually hold.
 #include <sys/stat.h>
+// The compressed bytes are read-only (they may be the caller's); zlib promises not to write them.
+#define ZLIB_CONST
 #include <zlib.h>
 
 #include <algorithm>
@@ -11,7 +13,9 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/check.h"
@@ -63,7 +67,8 @@ const char* idx_type_name(uint8_t code) {
   }
 }
 
-/// The bytes of an IDX file after any decompression, read front to back.
+/// The bytes of an IDX file after any decompression, read front to back. `path_` names the file
+/// (or the bytes in memory) in messages.
 class ByteSource {
  public:
   explicit ByteSource(std::string path) : path_(std::move(path)) {}
@@ -102,16 +107,36 @@ class PlainSource final : public ByteSource {
   uint64_t consumed_ = 0;
 };
 
+/// Plain IDX bytes held in memory.
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(std::string name, std::span<const uint8_t> bytes) : ByteSource(std::move(name)), bytes_(bytes) {}
+
+  size_t read(uint8_t* dst, size_t n) override {
+    const size_t got = std::min<uint64_t>(n, max_remaining());
+    if (got) std::memcpy(dst, bytes_.data() + consumed_, got);
+    consumed_ += got;
+    return got;
+  }
+  uint64_t max_remaining() const override { return bytes_.size() - consumed_; }
+  bool knows_exact_size() const override { return true; }
+  uint64_t count_remaining() override { return max_remaining(); }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  size_t consumed_ = 0;
+};
+
 /// Inflates a whole gzip file held in memory. Concatenated gzip members are one stream, as for
 /// gunzip; zero padding after the last member is skipped (as Python's gzip does); anything else
 /// after it is an error rather than silently ignored.
 class GzipSource final : public ByteSource {
  public:
-  GzipSource(std::string path, std::vector<uint8_t> compressed)
-      : ByteSource(std::move(path)), compressed_(std::move(compressed)) {
-    EMBER_CHECK(compressed_.size() <= UINT_MAX, path_, ": gzip files over 4 GiB are not supported");
-    stream_.next_in = compressed_.data();
-    stream_.avail_in = static_cast<uInt>(compressed_.size());
+  /// Inflates `compressed`, which must outlive the source.
+  GzipSource(std::string path, std::span<const uint8_t> compressed) : ByteSource(std::move(path)) {
+    EMBER_CHECK(compressed.size() <= UINT_MAX, path_, ": gzip files over 4 GiB are not supported");
+    stream_.next_in = compressed.data();
+    stream_.avail_in = static_cast<uInt>(compressed.size());
     // 16 + MAX_WBITS: expect a gzip wrapper (not raw deflate or zlib's own format).
     if (inflateInit2(&stream_, 16 + MAX_WBITS) != Z_OK) fail(path_, ": zlib could not start inflating");
   }
@@ -173,11 +198,29 @@ class GzipSource final : public ByteSource {
     return true;
   }
 
-  std::vector<uint8_t> compressed_;
   z_stream stream_{};
   bool member_ended_ = false;
   uint64_t decompressed_before_member_ = 0;
 };
+
+/// A gzip file read whole into memory, with the buffer it inflates from.
+class FileGzipSource final : public ByteSource {
+ public:
+  FileGzipSource(std::string path, std::vector<uint8_t> compressed)
+      : ByteSource(path), compressed_(std::move(compressed)), gzip_(std::move(path), compressed_) {}
+  size_t read(uint8_t* dst, size_t n) override { return gzip_.read(dst, n); }
+  uint64_t max_remaining() const override { return gzip_.max_remaining(); }
+  bool knows_exact_size() const override { return false; }
+  uint64_t count_remaining() override { return gzip_.count_remaining(); }
+
+ private:
+  std::vector<uint8_t> compressed_;  // declared before gzip_, which reads it
+  GzipSource gzip_;
+};
+
+bool is_gzip(std::span<const uint8_t> first_bytes) {
+  return first_bytes.size() >= 2 && first_bytes[0] == 0x1f && first_bytes[1] == 0x8b;
+}
 
 std::unique_ptr<ByteSource> open_source(const std::string& path) {
   File file(std::fopen(path.c_str(), "rb"));
@@ -192,14 +235,14 @@ std::unique_ptr<ByteSource> open_source(const std::string& path) {
   // gzip is recognised by its magic bytes, whatever the file is called.
   uint8_t magic[2] = {0, 0};
   const size_t got = std::fread(magic, 1, 2, file.get());
-  if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+  if (is_gzip(std::span<const uint8_t>(magic, got))) {
     std::vector<uint8_t> compressed(file_size);
     std::memcpy(compressed.data(), magic, 2);
     const size_t rest = std::fread(compressed.data() + 2, 1, file_size - 2, file.get());
     if (rest != file_size - 2) {
       fail(path, ": read error: ", std::ferror(file.get()) ? std::strerror(errno) : "the file shrank while being read");
     }
-    return std::make_unique<GzipSource>(path, std::move(compressed));
+    return std::make_unique<FileGzipSource>(path, std::move(compressed));
   }
   if (std::fseek(file.get(), 0, SEEK_SET) != 0) fail(path, ": cannot seek: ", std::strerror(errno));
   return std::make_unique<PlainSource>(path, std::move(file), file_size);
@@ -209,11 +252,8 @@ uint32_t big_endian_u32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-}  // namespace
-
-Tensor read_idx(const std::string& path) {
-  std::unique_ptr<ByteSource> source = open_source(path);
-
+// The IDX format itself, whatever the bytes come from; `path` names them in messages.
+Tensor parse_idx(ByteSource* source, const std::string& path) {
   uint8_t magic[4];
   const size_t magic_bytes = source->read(magic, 4);
   if (magic_bytes < 4) {
@@ -242,25 +282,25 @@ Tensor read_idx(const std::string& path) {
   }
   std::vector<int64_t> dims(ndim);
   std::string shape;
-  uint64_t payload_bytes = 1;
-  bool overflow = false;
   for (int d = 0; d < ndim; ++d) {
     dims[d] = big_endian_u32(&dim_bytes[4 * d]);
     shape += (d ? "x" : "") + std::to_string(dims[d]);
   }
-  for (int64_t size : dims) {
-    if (size == 0) {
-      payload_bytes = 0;
-      overflow = false;
-      break;
-    }
-    if (payload_bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / static_cast<uint64_t>(size)) {
-      overflow = true;
-    } else {
-      payload_bytes *= static_cast<uint64_t>(size);
+  // The product of the nonzero sizes must fit in int64_t even when a size is 0 and the tensor is
+  // empty: its strides are products of the other sizes.
+  constexpr auto kMaxSize = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  const bool empty_tensor = std::find(dims.begin(), dims.end(), 0) != dims.end();
+  uint64_t span = 1;
+  for (const int64_t size : dims) {
+    if (size != 0 && (__builtin_mul_overflow(span, static_cast<uint64_t>(size), &span) || span > kMaxSize)) {
+      if (empty_tensor) {
+        fail(path, ": header says ", shape,
+             " elements: the tensor is empty, but its other sizes multiply to more than a 64-bit size holds");
+      }
+      fail(path, ": header says ", shape, " elements, which overflows a 64-bit size");
     }
   }
-  EMBER_CHECK(!overflow, path, ": header says ", shape, " elements, which overflows a 64-bit size");
+  const uint64_t payload_bytes = empty_tensor ? 0 : span;
   const std::string claim = ndim == 1 ? detail::concat("header says ", payload_bytes, " bytes of data")
                                       : detail::concat("header says ", shape, " = ", payload_bytes, " bytes of data");
   // Counting what the file really holds needs no memory beyond a small scratch buffer.
@@ -286,6 +326,23 @@ Tensor read_idx(const std::string& path) {
     fail(path, ": trailing data: ", claim, ", file holds ", payload_bytes + trailing);
   }
   return buffer.view(dims);
+}
+
+}  // namespace
+
+Tensor read_idx(const std::string& path) {
+  const std::unique_ptr<ByteSource> source = open_source(path);
+  return parse_idx(source.get(), path);
+}
+
+Tensor read_idx_from_bytes(std::span<const uint8_t> bytes, std::string_view source) {
+  const std::string name(source);
+  if (is_gzip(bytes)) {
+    GzipSource gzip(name, bytes);
+    return parse_idx(&gzip, name);
+  }
+  MemorySource plain(name, bytes);
+  return parse_idx(&plain, name);
 }
 
 }  // namespace ember::data

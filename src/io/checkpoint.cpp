@@ -22,28 +22,27 @@ constexpr std::string_view kRngName = "rng.cpu";
 std::string to_json(const std::map<std::string, double>& numbers) { return nlohmann::json(numbers).dump(); }
 
 std::map<std::string, double> numbers_from(const SafetensorsMetadata& metadata, const std::string& key,
-                                           const std::filesystem::path& path) {
+                                           std::string_view source) {
   auto it = metadata.find(key);
-  EMBER_CHECK(it != metadata.end(), "checkpoint '", path.string(), "' has no \"", key, "\" entry (truncated or not ",
+  EMBER_CHECK(it != metadata.end(), "checkpoint '", source, "' has no \"", key, "\" entry (truncated or not ",
               "written by ember?)");
   try {
     return nlohmann::json::parse(it->second).get<std::map<std::string, double>>();
   } catch (const nlohmann::json::exception& e) {
-    detail::fail("checkpoint '", path.string(), "': entry \"", key, "\" is not a JSON object of numbers (", e.what(),
-                 ")");
+    detail::fail("checkpoint '", source, "': entry \"", key, "\" is not a JSON object of numbers (", e.what(), ")");
   }
 }
 
-int64_t integer_from(const SafetensorsMetadata& metadata, const std::string& key, const std::filesystem::path& path) {
+int64_t integer_from(const SafetensorsMetadata& metadata, const std::string& key, std::string_view source) {
   auto it = metadata.find(key);
-  EMBER_CHECK(it != metadata.end(), "checkpoint '", path.string(), "' has no \"", key, "\" entry");
+  EMBER_CHECK(it != metadata.end(), "checkpoint '", source, "' has no \"", key, "\" entry");
   try {
     size_t used = 0;
     const int64_t value = std::stoll(it->second, &used);
     if (used == it->second.size()) return value;
   } catch (const std::exception&) {
   }
-  detail::fail("checkpoint '", path.string(), "': entry \"", key, "\" is not an integer: '", it->second, "'");
+  detail::fail("checkpoint '", source, "': entry \"", key, "\" is not an integer: '", it->second, "'");
 }
 
 }  // namespace
@@ -68,15 +67,18 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
   save_safetensors(path, tensors, metadata);
 }
 
-Checkpoint load_checkpoint(const std::filesystem::path& path) {
-  SafetensorsData data = load_safetensors(path);
+namespace {
+
+// What load_checkpoint and load_checkpoint_from_bytes share: the safetensors file is read and
+// checked; this checks that it is an ember checkpoint and takes it apart.
+Checkpoint checkpoint_from(SafetensorsData data, std::string_view source) {
   const SafetensorsMetadata& metadata = data.metadata;
   auto format = metadata.find("format");
-  EMBER_CHECK(format != metadata.end() && format->second == kFormat, "'", path.string(),
+  EMBER_CHECK(format != metadata.end() && format->second == kFormat, "'", source,
               "' is a safetensors file but not an ember checkpoint (no \"format\": \"", kFormat,
               "\" metadata); to load bare weights use io::load_safetensors");
-  const int64_t version = integer_from(metadata, "version", path);
-  EMBER_CHECK(version == kVersion, "checkpoint '", path.string(), "' has format version ", version,
+  const int64_t version = integer_from(metadata, "version", source);
+  EMBER_CHECK(version == kVersion, "checkpoint '", source, "' has format version ", version,
               ", this ember reads version ", kVersion);
 
   Checkpoint checkpoint;
@@ -89,25 +91,34 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     } else if (key == kRngName) {
       checkpoint.rng = tensor;
     } else {
-      detail::fail("checkpoint '", path.string(), "' holds an unexpected tensor '", name, "'");
+      detail::fail("checkpoint '", source, "' holds an unexpected tensor '", name, "'");
     }
   }
-  checkpoint.optimizer.numbers = numbers_from(metadata, "optimizer", path);
-  checkpoint.scheduler = numbers_from(metadata, "scheduler", path);
-  checkpoint.loader.epoch = integer_from(metadata, "loader.epoch", path);
-  checkpoint.loader.position = integer_from(metadata, "loader.position", path);
-  checkpoint.epoch = integer_from(metadata, "epoch", path);
-  checkpoint.step = integer_from(metadata, "step", path);
+  checkpoint.optimizer.numbers = numbers_from(metadata, "optimizer", source);
+  checkpoint.scheduler = numbers_from(metadata, "scheduler", source);
+  checkpoint.loader.epoch = integer_from(metadata, "loader.epoch", source);
+  checkpoint.loader.position = integer_from(metadata, "loader.position", source);
+  checkpoint.epoch = integer_from(metadata, "epoch", source);
+  checkpoint.step = integer_from(metadata, "step", source);
   auto extra = metadata.find("extra");
   if (extra != metadata.end()) {
     try {
       checkpoint.extra = nlohmann::json::parse(extra->second).get<std::map<std::string, std::string>>();
     } catch (const nlohmann::json::exception& e) {
-      detail::fail("checkpoint '", path.string(), "': entry \"extra\" is not a JSON object of strings (", e.what(),
-                   ")");
+      detail::fail("checkpoint '", source, "': entry \"extra\" is not a JSON object of strings (", e.what(), ")");
     }
   }
   return checkpoint;
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const std::filesystem::path& path) {
+  return checkpoint_from(load_safetensors(path), path.string());
+}
+
+Checkpoint load_checkpoint_from_bytes(std::span<const uint8_t> bytes, std::string_view source) {
+  return checkpoint_from(load_safetensors_from_bytes(bytes, source), source);
 }
 
 }  // namespace ember::io

@@ -772,7 +772,11 @@ SafetensorsData load_from(const ByteSource& src) {
   out.metadata = std::move(parsed.metadata);
   out.tensors.reserve(entries.size());
   for (HeaderEntry& e : entries) {
-    Tensor t = empty(IntList(*e.shape), TensorOptions(*e.dtype));
+    // A 0-dim tensor's shape is an empty vector, whose data() may be null; Dims copies sizes with
+    // memcpy, and memcpy from a null pointer is undefined even for 0 bytes (UBSan, found by fuzzing).
+    static constexpr int64_t kNoSizes[1] = {0};
+    const IntList sizes = e.shape->empty() ? IntList(kNoSizes, 0) : IntList(*e.shape);
+    Tensor t = empty(sizes, TensorOptions(*e.dtype));
     const uint64_t n = e.offsets->second - e.offsets->first;
     if (n) src.read(8 + header_len + e.offsets->first, t.data_ptr(), n);
     if (*e.dtype == kBool) {

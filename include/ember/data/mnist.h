@@ -4,6 +4,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ember/data/dataset.h"
 #include "ember/tensor.h"
@@ -18,6 +19,10 @@ namespace ember::data {
 /// throws ember::Error naming the file and the problem. Memory is allocated only for as much
 /// data as the file can hold, whatever its header claims.
 Tensor read_idx(const std::string& path);
+
+/// Reads the bytes of an IDX file already in memory, gzip-compressed or not, exactly as read_idx
+/// reads a file; `source` names them in error messages.
+Tensor read_idx_from_bytes(std::span<const uint8_t> bytes, std::string_view source = "<memory>");
 
 /// Where Debian's dataset-fashion-mnist package installs Fashion-MNIST.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "ember/data/dataloader.h"
 #include "ember/nn/module.h"
@@ -42,5 +44,9 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
 /// Reads a checkpoint written by save_checkpoint. A missing, truncated or foreign file is an
 /// ember::Error naming the path and what is wrong with it.
 Checkpoint load_checkpoint(const std::filesystem::path& path);
+
+/// Reads the bytes of a checkpoint file already in memory, checked as load_checkpoint checks a
+/// file; `source` names them in error messages.
+Checkpoint load_checkpoint_from_bytes(std::span<const uint8_t> bytes, std::string_view source = "<memory>");
 
 }  // namespace ember::io

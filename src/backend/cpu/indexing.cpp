@@ -204,8 +204,9 @@ void gather_typed(const TensorView& x, int64_t dim, const TensorView& index, con
   const int64_t* idx = index.ptr<const int64_t>();
   const T* src = x.ptr<const T>();
   T* dst = out.ptr<T>();
-  const auto [is_dim, xs_dim, os_dim] = s.dim_strides;
-  const auto [is_run, xs_run, os_run] = s.run_strides;
+  // Plain variables, not structured bindings: clang before 16 cannot capture those in lambdas.
+  const int64_t is_dim = s.dim_strides[0], xs_dim = s.dim_strides[1], os_dim = s.dim_strides[2];
+  const int64_t is_run = s.run_strides[0], xs_run = s.run_strides[1], os_run = s.run_strides[2];
   auto copy_run = [&](const std::array<int64_t, 3>& offsets, int64_t n) {
     for (int64_t j = 0; j < s.dim_size; ++j) {
       const int64_t* ip = idx + offsets[0] + j * is_dim;
@@ -227,8 +228,8 @@ void scatter_add_typed(const TensorView& out, int64_t dim, const TensorView& ind
   const int64_t* idx = index.ptr<const int64_t>();
   const T* from = src.ptr<const T>();
   T* to = out.ptr<T>();
-  const auto [is_dim, ss_dim, os_dim] = s.dim_strides;
-  const auto [is_run, ss_run, os_run] = s.run_strides;
+  const int64_t is_dim = s.dim_strides[0], ss_dim = s.dim_strides[1], os_dim = s.dim_strides[2];
+  const int64_t is_run = s.run_strides[0], ss_run = s.run_strides[1], os_run = s.run_strides[2];
   // bool adds as logical or, small integers wrap, 16-bit floats add in float and round once.
   auto add_run = [&](const std::array<int64_t, 3>& offsets, int64_t n) {
     for (int64_t j = 0; j < s.dim_size; ++j) {
