@@ -130,7 +130,8 @@ class Dims {
   void assign(const int64_t* p, size_t n) {
     size_ = 0;
     reserve(n);
-    std::memcpy(data(), p, n * sizeof(int64_t));
+    // An empty IntList may carry a null pointer, which memcpy must not be given even for 0 bytes.
+    if (n != 0) std::memcpy(data(), p, n * sizeof(int64_t));
     size_ = n;
   }
   void move_from(Dims& o) {
