@@ -108,7 +108,9 @@ template <typename T>
 void fill_uniform(CpuGenerator& g, T* data, int64_t n, double low, double high) {
   using C = compute_t<T>;
   const C from = static_cast<C>(low), to = static_cast<C>(high);
-  for (int64_t i = 0; i < n; ++i) data[i] = static_cast<T>(g.uniform01<T>() * (to - from) + from);
+  // One rounding, as PyTorch's x86 builds compute x * (to - from) + from (their kernels are
+  // compiled with FMA); written out so that every optimisation level gives the same values.
+  for (int64_t i = 0; i < n; ++i) data[i] = static_cast<T>(std::fma(g.uniform01<T>(), to - from, from));
 }
 
 // Box–Muller over blocks of 16: the first 8 uniforms give radii, the next 8 angles.
