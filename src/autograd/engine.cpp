@@ -28,7 +28,14 @@ void AnomalyMode::set_enabled(bool enabled) { g_anomaly_enabled.store(enabled, s
 
 namespace autograd {
 
-SavedTensor::SavedTensor(const Tensor& t) : tensor_(t), version_(t.defined() ? t.impl().storage->version() : 0) {}
+// A tensor that needs no gradient is kept as a detached alias: it shares the storage (and so
+// its version counter) but not the autograd state. That is always the case for the op's own
+// output, which is saved before record() gives it its grad_fn; keeping the output itself would
+// make a cycle (output -> node -> closure -> output) that leaks the graph when backward never
+// runs. Inputs that require grad are kept as they are: backward formulas ask them for that.
+SavedTensor::SavedTensor(const Tensor& t)
+    : tensor_(t.defined() && !t.requires_grad() ? t.detach() : t),
+      version_(t.defined() ? t.impl().storage->version() : 0) {}
 
 Tensor SavedTensor::get() const {
   if (tensor_.defined() && tensor_.impl().storage->version() != version_) {
