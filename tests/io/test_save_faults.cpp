@@ -15,21 +15,15 @@
 #include "ember/io/atomic_file.h"
 #include "io/fault_injection.h"
 #include "support/error_of.h"
+#include "support/inject_fault.h"
 #include "support/temp_dir.h"
 
 using namespace ember;
 using ember_test::error_of;
+using ember_test::InjectFault;
 using ember_test::TempDir;
 
 namespace {
-
-class InjectFault {
- public:
-  explicit InjectFault(const std::string& spec) { ::setenv("EMBER_FAULT_INJECT", spec.c_str(), 1); }
-  ~InjectFault() { ::unsetenv("EMBER_FAULT_INJECT"); }
-  InjectFault(const InjectFault&) = delete;
-  InjectFault& operator=(const InjectFault&) = delete;
-};
 
 std::string read_all(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "support/fashion_mnist.h"
 #include "support/temp_dir.h"
 
 extern char** environ;
@@ -26,13 +27,6 @@ namespace {
 using namespace ember;
 using ember_test::TempDir;
 namespace fs = std::filesystem;
-
-bool have_fashion_mnist() {
-  for (const char* name : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"}) {
-    if (fs::exists(fs::path(data::kFashionMnistDir) / name)) return true;
-  }
-  return false;
-}
 
 struct Exit {
   bool killed = false;  // by SIGKILL
@@ -103,7 +97,7 @@ void expect_same_model(const io::Checkpoint& a, const io::Checkpoint& b, const s
 }  // namespace
 
 TEST(KillDuringSave, PreviousCheckpointAlwaysLoadsAndResumeContinuesExactly) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed in " << data::kFashionMnistDir;
+  SKIP_WITHOUT_DATA();
   const TempDir scratch("kill_during_save");
   const fs::path reference = scratch.path() / "reference";
   const Exit ref = run_ember(train_args(reference), "", scratch.path() / "reference.log");
@@ -160,7 +154,7 @@ TEST(KillDuringSave, PreviousCheckpointAlwaysLoadsAndResumeContinuesExactly) {
 }
 
 TEST(KillDuringSave, KilledBeforeTheFirstCheckpointLeavesNothingToResumeAndSaysSo) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed in " << data::kFashionMnistDir;
+  SKIP_WITHOUT_DATA();
   const TempDir scratch("kill_before_first");
   const fs::path run = scratch.path() / "run";
   const Exit killed = run_ember(train_args(run), "kill:checkpoint.safetensors#1:byte=100", scratch.path() / "k.log");

@@ -11,6 +11,8 @@
 
 #include "ember/ember.h"
 #include "support/error_of.h"
+#include "support/fashion_mnist.h"
+#include "support/inject_fault.h"
 #include "support/temp_dir.h"
 #include "train/trainer.h"
 
@@ -18,26 +20,9 @@ namespace {
 
 using namespace ember;
 using ember_test::error_of;
+using ember_test::InjectFault;
 using ember_test::TempDir;
 namespace fs = std::filesystem;
-
-bool have_fashion_mnist() {
-  for (const char* name : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"}) {
-    if (fs::exists(fs::path(data::kFashionMnistDir) / name)) return true;
-  }
-  return false;
-}
-
-#define SKIP_WITHOUT_DATA() \
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST is not installed in " << data::kFashionMnistDir
-
-class InjectFault {
- public:
-  explicit InjectFault(const std::string& spec) { ::setenv("EMBER_FAULT_INJECT", spec.c_str(), 1); }
-  ~InjectFault() { ::unsetenv("EMBER_FAULT_INJECT"); }
-  InjectFault(const InjectFault&) = delete;
-  InjectFault& operator=(const InjectFault&) = delete;
-};
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);

@@ -10,6 +10,7 @@
 
 #include "ember/ember.h"
 #include "support/error_of.h"
+#include "support/fashion_mnist.h"
 #include "support/temp_dir.h"
 #include "train/progress.h"
 #include "train/trainer.h"
@@ -20,18 +21,6 @@ using namespace ember;
 using ember_test::error_of;
 using ember_test::TempDir;
 namespace fs = std::filesystem;
-
-bool have_fashion_mnist() {
-  for (const char* name : {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"}) {
-    if (fs::exists(fs::path(data::kFashionMnistDir) / name)) return true;
-  }
-  return false;
-}
-
-#define SKIP_WITHOUT_DATA()                                                      \
-  if (!have_fashion_mnist())                                                     \
-  GTEST_SKIP() << "Fashion-MNIST is not installed in " << data::kFashionMnistDir \
-               << " (Debian package dataset-fashion-mnist; tools/install-deps.sh installs it)"
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -148,7 +137,8 @@ TEST(TrainRun, EndToEndOnFashionMnist) {
   std::getline(csv, header);
   std::getline(csv, row1);
   std::getline(csv, row2);
-  EXPECT_EQ(header, "epoch,train_loss,test_loss,test_accuracy,train_seconds,samples_per_second,peak_gpu_mib,skipped_steps");
+  EXPECT_EQ(header,
+            "epoch,train_loss,test_loss,test_accuracy,train_seconds,samples_per_second,peak_gpu_mib,skipped_steps");
   const double loss1 = std::stod(row1.substr(row1.find(',') + 1));
   const double loss2 = std::stod(row2.substr(row2.find(',') + 1));
   EXPECT_LT(loss2, loss1);

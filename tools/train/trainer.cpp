@@ -224,6 +224,8 @@ class Session {
   double epoch_seconds_before_ = 0;
   int64_t epoch_skipped_ = 0;
   bool uses_dropout_ = false;  // whether the forward pass draws random numbers
+  // The model's parameters with their names, listed once: the per-step check walks them.
+  std::vector<std::pair<std::string, Tensor>> named_params_;
 };
 
 void Session::build() {
@@ -235,6 +237,7 @@ void Session::build() {
   manual_seed(config_.seed);
   model_ = make_model(config_.model);
   model_->to(device_.device);
+  named_params_ = model_->named_parameters();
   for (const auto& [name, module] : model_->named_modules())
     uses_dropout_ = uses_dropout_ || std::dynamic_pointer_cast<nn::Dropout>(module) != nullptr;
   optimizer_ = make_optimizer(config_, model_->parameters());
@@ -415,7 +418,7 @@ std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
   // A sum is finite only if every term is, so one sum per gradient tells whether to search; the
   // exact search below runs only when it is not finite. On the CPU each sum is read directly;
   // on a GPU they are added up there, so the step waits for the device once.
-  const auto params = model_->named_parameters();
+  const auto& params = named_params_;
   double total = 0;
   if (device_.device.is_cpu()) {
     total = loss.item<double>();
