@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite under the sanitizers (docs/hardening-sanitizers.md), CPU only:
+# The test suite under the sanitizers (docs/HARDENING.md), CPU only:
 #   asan  build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer (GCC), the whole suite;
 #   tsan  build-tsan/: ThreadSanitizer with Archer (clang 14 and LLVM's OpenMP runtime), the
 #         tests that run more than one thread.

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/defer_signals.h"
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
@@ -678,6 +679,7 @@ void narrow_into(const std::vector<float>& src, const TensorView& dst) {
 void CpuBackend::conv2d(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out,
                         const Conv2dArgs& args) {
   const ConvShape s = shape_of(x, weight, out, args);
+  const DeferSignals defer;  // oneDNN's GEMM kernels run below
   const bool has_bias = bias.data != nullptr;
   EMBER_CHECK(!has_bias || (bias.dtype == x.dtype && bias.ndim() == 1 && bias.sizes[0] == s.o),
               "[cpu conv2d] bias must be a ", dtype_name(x.dtype), " vector of ", s.o, " elements");
@@ -703,6 +705,7 @@ void CpuBackend::conv2d_backward(const TensorView& grad_out, const TensorView& x
                                  const Conv2dArgs& args, const TensorView& grad_x, const TensorView& grad_weight,
                                  const TensorView& grad_bias) {
   const ConvShape s = shape_of(x, weight, grad_out, args);
+  const DeferSignals defer;  // oneDNN's GEMM kernels run below
   const bool want_x = grad_x.data != nullptr, want_w = grad_weight.data != nullptr, want_b = grad_bias.data != nullptr;
   EMBER_CHECK(!want_x || (grad_x.dtype == x.dtype && grad_x.numel() == x.numel()),
               "[cpu conv2d_backward] grad_x must match the input");

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/defer_signals.h"
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
@@ -229,8 +230,13 @@ void for_batch_ranges(const BatchGeometry& g, const F& products) {
   }
 }
 
+/// Whether the products go to the BLAS (oneDNN's kernels, which must not take signals).
+bool uses_blas(const BatchGeometry& g) { return g.m * g.n * g.k > kDirectMaxMacs; }
+
 template <typename T>
 void floating_matmul(const TensorView& a, const TensorView& b, const TensorView& out, const BatchGeometry& g) {
+  std::optional<DeferSignals> defer;
+  if (uses_blas(g)) defer.emplace();
   const T* a_base = a.ptr<const T>();
   const T* b_base = b.ptr<const T>();
   T* out_base = out.ptr<T>();
@@ -247,6 +253,8 @@ void floating_matmul(const TensorView& a, const TensorView& b, const TensorView&
 /// float16/bfloat16: widen both operands to float32, multiply there, round the result once.
 template <typename T>
 void half_matmul(const TensorView& a, const TensorView& b, const TensorView& out, const BatchGeometry& g) {
+  std::optional<DeferSignals> defer;
+  if (uses_blas(g)) defer.emplace();
   const T* a_base = a.ptr<const T>();
   const T* b_base = b.ptr<const T>();
   T* out_base = out.ptr<T>();
