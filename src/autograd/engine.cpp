@@ -204,7 +204,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     std::vector<Tensor> input_grads;
     if (grad.defined()) {
       if (node->accumulates) {
-        accumulate_into_leaf(*node, grad);
+        accumulate_into_leaf(*node, std::move(grad));
       } else {
         EMBER_CHECK(!node->released,
                     "Trying to backward through the graph a second time (or directly access saved tensors after they "

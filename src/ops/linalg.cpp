@@ -32,24 +32,39 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// Whether t is a matrix stored transposed, as the weight.t() view of Linear.
+bool stored_transposed(const Tensor& t) {
+  return t.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0);
+}
+
 // One node for any matrix product: ga = g @ b^T and gb = a^T @ g, with 1-D operands treated as
 // a row (a) or a column (b) vector as matmul does, and broadcast batch dims summed by record.
+// An operand stored transposed gets its gradient computed transposed, (b @ g^T)^T or
+// (g^T @ a)^T: the gradient that reaches the tensor behind the view is then contiguous, and the
+// engine keeps it as that leaf's .grad without copying (PyTorch's mm_mat1/mat2_backward choose
+// the same way).
 void record_product(Tensor& out, const char* name, const Tensor& a, const Tensor& b) {
-  autograd::record(out, name, {&a, &b},
-                   [sa = autograd::SavedTensor(a), sb = autograd::SavedTensor(b)](const Tensor& g) {
-                     Tensor x = sa.get(), y = sb.get();
-                     const bool a_vec = x.dim() == 1, b_vec = y.dim() == 1;
-                     Tensor x2 = a_vec ? x.unsqueeze(0) : x;
-                     Tensor y2 = b_vec ? y.unsqueeze(-1) : y;
-                     Tensor g2 = g;
-                     if (a_vec) g2 = g2.unsqueeze(b_vec ? -1 : -2);
-                     if (b_vec) g2 = g2.unsqueeze(-1);
-                     Tensor ga = x.requires_grad() ? matmul(g2, y2.transpose(-1, -2)) : Tensor();
-                     Tensor gb = y.requires_grad() ? matmul(x2.transpose(-1, -2), g2) : Tensor();
-                     if (ga.defined() && a_vec) ga = ga.squeeze(-2);
-                     if (gb.defined() && b_vec) gb = gb.squeeze(-1);
-                     return std::vector<Tensor>{ga, gb};
-                   });
+  autograd::record(
+      out, name, {&a, &b}, [sa = autograd::SavedTensor(a), sb = autograd::SavedTensor(b)](const Tensor& g) {
+        Tensor x = sa.get(), y = sb.get();
+        const bool a_vec = x.dim() == 1, b_vec = y.dim() == 1;
+        Tensor x2 = a_vec ? x.unsqueeze(0) : x;
+        Tensor y2 = b_vec ? y.unsqueeze(-1) : y;
+        Tensor g2 = g;
+        if (a_vec) g2 = g2.unsqueeze(b_vec ? -1 : -2);
+        if (b_vec) g2 = g2.unsqueeze(-1);
+        Tensor ga, gb;
+        const bool plain_matrices = x.dim() <= 2 && y.dim() <= 2;
+        if (x.requires_grad()) {
+          ga = plain_matrices && stored_transposed(x) ? matmul(y2, g2.t()).t() : matmul(g2, y2.transpose(-1, -2));
+        }
+        if (y.requires_grad()) {
+          gb = plain_matrices && stored_transposed(y) ? matmul(g2.t(), x2).t() : matmul(x2.transpose(-1, -2), g2);
+        }
+        if (ga.defined() && a_vec) ga = ga.squeeze(-2);
+        if (gb.defined() && b_vec) gb = gb.squeeze(-1);
+        return std::vector<Tensor>{ga, gb};
+      });
 }
 
 }  // namespace

@@ -28,7 +28,9 @@ Tensor train(const Factory& make, bool fused, Dtype dtype, int steps) {
   std::unique_ptr<optim::Optimizer> opt = make({w});
   for (int i = 0; i < steps; ++i) {
     opt->zero_grad();
-    Tensor diff = w.mm(x) - y;
+    // Through contiguous(), both copies reach the product in the same layout, so their
+    // gradients are the same bits (mm computes a transposed operand's gradient transposed).
+    Tensor diff = w.contiguous().mm(x) - y;
     (diff * diff).mean().backward();
     opt->step();
   }
