@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "backend/cpu/host_allocator.h"
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
 
@@ -24,21 +25,11 @@ int num_threads() {
 #endif
 }
 
-namespace {
-constexpr size_t kAlignment = 64;  // a cache line, and enough for AVX-512 loads
-}
+void* CpuBackend::allocate(size_t nbytes, int /*device_index*/) { return host_allocator().allocate(nbytes); }
 
-void* CpuBackend::allocate(size_t nbytes, int /*device_index*/) {
-  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
-  if (p == nullptr) {
-    throw OutOfMemoryError(detail::concat("[cpu] out of memory: tried to allocate ", nbytes, " bytes"));
-  }
-  return p;
+void CpuBackend::deallocate(void* ptr, size_t nbytes, int /*device_index*/) noexcept {
+  host_allocator().deallocate(ptr, nbytes);
 }
-
-void CpuBackend::deallocate(void* ptr, size_t /*nbytes*/, int /*device_index*/) noexcept { std::free(ptr); }
 
 void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes, int /*device_index*/,
                                 bool /*non_blocking*/) {
