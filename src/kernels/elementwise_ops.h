@@ -425,6 +425,16 @@ struct Div {
   }
 };
 
+/// ReLU's backward in one pass, as aten::threshold_backward(grad, output, 0): the gradient where
+/// the output is above 0 (or NaN), exactly 0 where it is not, whatever the gradient holds.
+struct ThresholdBackward {
+  static constexpr Domain domain = Domain::Any;
+  template <typename C>
+  EMBER_HD constexpr C operator()(C grad, C output) const {
+    return output <= C(0) ? C(0) : grad;
+  }
+};
+
 /// torch.maximum: NaN if either operand is NaN.
 struct Maximum {
   static constexpr Domain domain = Domain::Any;

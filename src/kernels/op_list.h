@@ -32,7 +32,8 @@
   X(Div, "div")                   \
   X(Maximum, "maximum")           \
   X(Minimum, "minimum")           \
-  X(Pow, "pow")
+  X(Pow, "pow")                   \
+  X(ThresholdBackward, "threshold_backward")
 
 // Binary ops that produce bool.
 #define EMBER_COMPARE_BINARY_OPS(X) \

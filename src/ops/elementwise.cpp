@@ -77,6 +77,8 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
   }
 }
 
+Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted);
+
 void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
   SavedTensor sx(x), sout(out);
   auto rec = [&](const char* name, std::function<Tensor(const Tensor&)> f) {
@@ -133,10 +135,8 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       });
       return;
     case UnaryOp::Relu:
-      rec("ReluBackward0", [sout](const Tensor& g) {
-        Tensor r = sout.get();
-        return g * gt(r, zeros_like(r)).to(g.dtype());
-      });
+      rec("ReluBackward0",
+          [sout](const Tensor& g) { return binary_impl(BinaryOp::ThresholdBackward, g, sout.get(), g.dtype()); });
       return;
     case UnaryOp::Gelu:
       rec("GeluBackward0", [sx](const Tensor& g) {

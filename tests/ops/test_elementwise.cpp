@@ -1,14 +1,13 @@
 // Front-end semantics of element-wise ops: promotion, broadcasting, scalars, errors.
 #include <gtest/gtest.h>
 
-#include "support/error_of.h"
-
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <vector>
 
 #include "ember/ember.h"
+#include "support/error_of.h"
 
 namespace {
 
@@ -44,7 +43,7 @@ TEST(Promotion, ScalarsAndZeroDimTensorsOnlyCountByCategory) {
 }
 
 TEST(Elementwise, ArithmeticWithBroadcasting) {
-  Tensor a = tensor({{1.f}, {2.f}});   // [2, 1]
+  Tensor a = tensor({{1.f}, {2.f}});      // [2, 1]
   Tensor b = tensor({10.f, 20.f, 30.f});  // [3]
   Tensor s = a + b;
   EXPECT_EQ(s.sizes().vec(), (std::vector<int64_t>{2, 3}));
@@ -115,8 +114,7 @@ TEST(Elementwise, UnaryFloatOpsPromoteIntegers) {
   EXPECT_NEAR(values(gelu(tensor({1.0}, kFloat64)))[0], 0.8413447460685429, 1e-12);
   EXPECT_NEAR(values(gelu(tensor({1.0}, kFloat64), "tanh"))[0], 0.8411919906082768, 1e-12);
   EXPECT_NE(error_of([] { gelu(tensor({1})); }).find("not implemented for 'Long'"), std::string::npos);
-  EXPECT_NE(error_of([] { -tensor({true}); }).find("Negation, the `-` operator, on a bool tensor"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { -tensor({true}); }).find("Negation, the `-` operator, on a bool tensor"), std::string::npos);
   EXPECT_NEAR(values(tanh(tensor({0.5})))[0], std::tanh(0.5f), 1e-6);
 }
 
@@ -158,3 +156,23 @@ TEST(Elementwise, HalfPrecisionComputesThroughFloat) {
 }
 
 }  // namespace
+
+namespace ember {
+namespace {
+
+TEST(ReluBackward, PassesTheGradientOnlyWhereTheOutputIsPositiveOrNan) {
+  // As aten::threshold_backward: exactly 0 where the output is <= 0, even for an infinite or NaN
+  // gradient (a multiply by a 0/1 mask would give NaN there); the gradient where it is NaN.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const Tensor x = tensor({-1.0, 0.0, 2.0, nan, 3.0}).requires_grad_(true);
+  relu(x).backward(tensor({inf, nan, 5.0, 7.0, -inf}));
+  const Tensor g = x.grad();
+  EXPECT_EQ(g[0].item<double>(), 0.0);
+  EXPECT_EQ(g[1].item<double>(), 0.0);
+  EXPECT_EQ(g[2].item<double>(), 5.0);
+  EXPECT_EQ(g[3].item<double>(), 7.0);
+  EXPECT_EQ(g[4].item<double>(), -inf);
+}
+
+}  // namespace
+}  // namespace ember
