@@ -7,6 +7,7 @@
 
 #include "backend/cpu/host_allocator.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/thread_count.h"
 #include "core/check.h"
 
 namespace ember::cpu {
@@ -18,8 +19,9 @@ CpuBackend& cpu_backend() {
 
 int num_threads() {
 #ifdef _OPENMP
-  static const int n = omp_get_max_threads();  // honours OMP_NUM_THREADS and the CPU affinity mask
-  return n;
+  apply_default_thread_count();
+  // Read on every call (a thread-local value, nanoseconds): set_num_threads() changes it.
+  return omp_get_max_threads();
 #else
   return 1;
 #endif
