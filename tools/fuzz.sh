@@ -54,23 +54,7 @@ rss_limit_mb=2048
 timeout_s=10
 
 # ---- dependencies ----
-"$root/tools/install-deps.sh"
-packages=(clang libclang-rt-14-dev libomp-14-dev)
-missing=()
-for package in "${packages[@]}"; do
-  status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
-  [[ $status == installed ]] || missing+=("$package")
-done
-if [[ ${#missing[@]} -gt 0 ]]; then
-  sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || { echo "fuzz.sh: missing ${missing[*]}; install them or run as root" >&2; exit 1; }
-    sudo=(sudo)
-  fi
-  echo "fuzz.sh: installing ${missing[*]}"
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$root/tools/install-deps.sh" clang libclang-rt-14-dev libomp-14-dev
 
 # ---- build: everything instrumented (the top-level EMBER_FUZZ option adds the sanitizers) ----
 if [[ ! -f $build/CMakeCache.txt ]]; then

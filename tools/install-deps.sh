@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that ember needs to build and test, and only those missing.
 # Quiet and quick when everything is there; uses sudo when not run as root.
+# Usage: tools/install-deps.sh [EXTRA_PACKAGE...]   (extra packages for one job, e.g. the
+# sanitizer and fuzzing builds' clang, are checked and installed the same way)
 # The CUDA toolkit is optional and not installed here: with nvcc on PATH (or in /usr/local/cuda)
 # the default build links the CUDA runtime, without it ember builds for the CPU alone.
 set -euo pipefail
@@ -13,6 +15,7 @@ packages=(
   libcairo2-dev fonts-dejavu-core              # curves.png of `ember train` (drawn with cairo)
   nlohmann-json3-dev zlib1g-dev                # configuration files and compressed data sets
   dataset-fashion-mnist                        # the data set the trainer uses
+  "$@"
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -13,29 +13,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 presets=("$@")
 [[ ${#presets[@]} -eq 0 ]] && presets=(asan tsan)
 
-# The extra Debian packages of the tsan preset, installed like tools/install-deps.sh does.
-install_tsan_deps() {
-  local packages=(clang-14 libclang-rt-14-dev libomp-14-dev) missing=() package status
-  command -v dpkg-query >/dev/null 2>&1 || return 0
-  for package in "${packages[@]}"; do
-    status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
-    [[ $status == installed ]] || missing+=("$package")
-  done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  local sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || { echo "sanitize: missing ${missing[*]}; run as root or install sudo" >&2; exit 1; }
-    sudo=(sudo)
-  fi
-  echo "sanitize: installing ${missing[*]}"
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
 for preset in "${presets[@]}"; do
   case $preset in
     asan) ;;
-    tsan) install_tsan_deps ;;
+    tsan) tools/install-deps.sh clang-14 libclang-rt-14-dev libomp-14-dev ;;
     *) echo "usage: $0 [asan|tsan]..." >&2; exit 2 ;;
   esac
   echo "== sanitizer preset $preset (build-$preset/)"

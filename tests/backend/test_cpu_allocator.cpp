@@ -16,14 +16,6 @@ namespace {
 
 using Allocator = CachingHostAllocator;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-constexpr bool kSanitized = __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
-#else
-constexpr bool kSanitized = false;
-#endif
-
 TEST(CpuAllocator, SizeClassesAreAlignedAndWasteLittle) {
   size_t previous = 0;
   for (size_t n = 1; n < (size_t{1} << 22); n = n < 4096 ? n + 1 : n + n / 7 + 1) {
@@ -90,7 +82,7 @@ TEST(CpuAllocator, ImpossibleRequestsAreOutOfMemoryErrors) {
   Allocator a(/*caching=*/true, size_t{1} << 30);
   EXPECT_THROW(a.allocate(SIZE_MAX - 10), OutOfMemoryError);
   // ASan and TSan end the process on a request this size instead of failing it.
-  if (!kSanitized) {
+  if (!kSanitizedBuild) {
     EXPECT_THROW(a.allocate(size_t{1} << 62), OutOfMemoryError);  // aligned_alloc refuses
   }
   EXPECT_EQ(a.stats().in_use_bytes, 0u);

@@ -93,20 +93,6 @@ HostAllocatorStats CachingHostAllocator::stats() const {
 
 namespace {
 
-bool sanitized_build() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-  return true;
-#else
-  return false;
-#endif
-#else
-  return false;
-#endif
-}
-
 size_t cache_limit_from_environment() {
   constexpr size_t kDefaultMiB = 1024;
   const char* text = std::getenv("EMBER_CPU_CACHE_LIMIT_MB");
@@ -123,7 +109,7 @@ bool caching_from_environment() {
   const std::string choice = text ? text : "";
   EMBER_CHECK(choice.empty() || choice == "caching" || choice == "system",
               "EMBER_CPU_ALLOCATOR must be 'caching' or 'system', got '", choice, "'");
-  return choice != "system" && !sanitized_build();
+  return choice != "system" && !kSanitizedBuild;
 }
 
 }  // namespace

@@ -12,6 +12,17 @@
 
 namespace ember::cpu {
 
+/// Whether this is an ASan or TSan build, where reusing freed blocks would hide use-after-free
+/// and a huge request ends the process instead of failing.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizedBuild = true;
+#elif defined(__has_feature)
+inline constexpr bool kSanitizedBuild =
+    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer);
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 struct HostAllocatorStats {
   size_t cached_bytes = 0;  // in free blocks kept for reuse
   size_t in_use_bytes = 0;  // handed out and not yet returned (size-class bytes)
