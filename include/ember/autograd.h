@@ -4,6 +4,9 @@
 /// Ops on tensors that require grad record a node; Tensor::backward() walks the recorded graph
 /// in reverse and accumulates gradients into the leaves' grad(). The graph's saved tensors are
 /// freed after a backward pass unless retain_graph is true.
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "ember/tensor.h"
@@ -61,6 +64,34 @@ class DetectAnomalyGuard {
  private:
   bool previous_;
 };
+
+/// Called by backward() right after it has accumulated a leaf's gradient into its grad(), with
+/// the leaf (PyTorch's Tensor.register_post_accumulate_grad_hook). Data-parallel training starts
+/// sending a gradient from here, while backward goes on with the layers before it.
+using PostAccumulateGradHook = std::function<void(const Tensor& leaf)>;
+
+/// Removes the hook it was returned for; removing twice, or after the tensor is gone, does nothing.
+class HookHandle {
+ public:
+  HookHandle() = default;
+  void remove();
+
+ private:
+  friend HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulateGradHook hook);
+  std::weak_ptr<AutogradMeta> meta_;
+  uint64_t id_ = 0;
+};
+
+/// Registers `hook` on `leaf`, which must be a leaf tensor that requires grad. Hooks run in the
+/// order registered, on the thread running backward(), with grad mode off.
+HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulateGradHook hook);
+
+namespace autograd {
+/// Runs `callback` once the backward() running on this thread has finished every node, before
+/// it returns (torch's Variable._execution_engine.queue_callback). Only valid inside backward(),
+/// i.e. from a backward function or a hook; callbacks run in the order queued.
+void queue_callback(std::function<void()> callback);
+}  // namespace autograd
 
 /// Computes the gradients of `outputs` (seeded with `grad_outputs`, or ones for one-element
 /// outputs) with respect to every leaf that requires grad, accumulating into their grad().

@@ -3,6 +3,7 @@
 #include "ember/autograd.h"
 #include "ember/cuda.h"
 #include "ember/device.h"
+#include "ember/distributed.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/factories.h"

@@ -18,6 +18,9 @@ namespace {
 thread_local bool g_grad_enabled = true;
 std::atomic<bool> g_anomaly_enabled{false};
 std::atomic<uint64_t> g_sequence{0};
+std::atomic<uint64_t> g_hook_ids{1};
+// The callbacks queued during the backward() running on this thread; null outside backward.
+thread_local std::vector<std::function<void()>>* g_final_callbacks = nullptr;
 }  // namespace
 
 bool GradMode::is_enabled() { return g_grad_enabled; }
@@ -127,6 +130,10 @@ void accumulate_into_leaf(const Node& node, Tensor grad) {
   } else {
     meta.grad.add_(grad);
   }
+  if (meta.post_accumulate_hooks.empty()) return;
+  // A copy: a hook may register or remove hooks.
+  const auto hooks = meta.post_accumulate_hooks;
+  for (const auto& [id, hook] : hooks) hook(leaf);
 }
 
 // Anomaly mode: the first backward function whose results hold a NaN is named, with the input
@@ -149,6 +156,14 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
   EMBER_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ", grad_outputs.size(),
               " gradients for ", outputs.size(), " outputs");
   NoGradGuard no_grad;
+  std::vector<std::function<void()>> final_callbacks;
+  struct CallbacksScope {
+    std::vector<std::function<void()>>* previous;
+    explicit CallbacksScope(std::vector<std::function<void()>>* mine) : previous(g_final_callbacks) {
+      g_final_callbacks = mine;
+    }
+    ~CallbacksScope() { g_final_callbacks = previous; }
+  } callbacks_scope(&final_callbacks);
   std::unordered_map<Node*, Tensor> buffers;
   std::vector<std::shared_ptr<Node>> roots;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -233,6 +248,18 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
       if (--dependencies[next] == 0) ready.push(next);
     }
   }
+  // Callbacks may queue further callbacks; those run too.
+  for (size_t i = 0; i < final_callbacks.size(); ++i) {
+    auto callback = std::move(final_callbacks[i]);
+    callback();
+  }
+}
+
+void queue_callback(std::function<void()> callback) {
+  EMBER_CHECK(g_final_callbacks != nullptr,
+              "queue_callback: no backward pass is running on this thread; call it from a backward function or a "
+              "gradient hook");
+  g_final_callbacks->push_back(std::move(callback));
 }
 
 }  // namespace autograd
@@ -283,6 +310,27 @@ void Tensor::set_grad(const Tensor& grad) {
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   autograd::run_backward({*this}, {gradient}, retain_graph);
+}
+
+void HookHandle::remove() {
+  if (auto meta = meta_.lock()) {
+    std::erase_if(meta->post_accumulate_hooks, [&](const auto& entry) { return entry.first == id_; });
+  }
+  meta_.reset();
+}
+
+HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulateGradHook hook) {
+  detail::check_defined(leaf, "register_post_accumulate_grad_hook");
+  EMBER_CHECK(leaf.requires_grad(),
+              "cannot register a hook on a tensor that doesn't require gradient; call requires_grad_() first");
+  EMBER_CHECK(leaf.is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  EMBER_CHECK(hook != nullptr, "register_post_accumulate_grad_hook: the hook is empty");
+  AutogradMeta& meta = *leaf.impl().autograd;
+  HookHandle handle;
+  handle.id_ = g_hook_ids.fetch_add(1);
+  handle.meta_ = leaf.impl().autograd;
+  meta.post_accumulate_hooks.emplace_back(handle.id_, std::move(hook));
+  return handle;
 }
 
 std::string Tensor::grad_fn_name() const {

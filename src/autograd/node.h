@@ -74,6 +74,7 @@ struct AutogradMeta {
   Tensor grad;
   std::shared_ptr<autograd::Node> grad_fn;      // set on results of recorded ops
   std::weak_ptr<autograd::Node> accumulator;    // a leaf's AccumulateGrad, shared by all its uses
+  std::vector<std::pair<uint64_t, PostAccumulateGradHook>> post_accumulate_hooks;  // by registration id
 };
 
 }  // namespace ember

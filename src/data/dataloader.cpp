@@ -62,6 +62,22 @@ std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch) {
   return order;
 }
 
+std::vector<int64_t> replica_order(const std::vector<int64_t>& epoch_order, int64_t num_replicas, int64_t rank) {
+  EMBER_CHECK(num_replicas >= 1, "replica_order: num_replicas must be at least 1, got ", num_replicas);
+  EMBER_CHECK(rank >= 0 && rank < num_replicas, "Invalid rank ", rank, ", rank should be in the interval [0, ",
+              num_replicas - 1, "]");
+  const auto n = static_cast<int64_t>(epoch_order.size());
+  const int64_t per_replica = n / num_replicas + (n % num_replicas != 0 ? 1 : 0);
+  std::vector<int64_t> shard;
+  shard.reserve(static_cast<size_t>(per_replica));
+  // Entry i of the padded order is epoch_order[i % n]: PyTorch pads with
+  // (indices * ceil(padding / n))[:padding], which repeats the order from its start.
+  for (int64_t j = 0; j < per_replica; ++j) {
+    shard.push_back(epoch_order[static_cast<size_t>((rank + j * num_replicas) % n)]);
+  }
+  return shard;
+}
+
 /// Loads the batch at a cursor position. Not shared between threads: the worker has its own.
 class DataLoader::BatchSource {
  public:
@@ -69,15 +85,20 @@ class DataLoader::BatchSource {
       : dataset_(std::move(dataset)), options_(options), size_(dataset_->size()) {}
 
   Batch load(const DataLoaderState& at) {
-    if (options_.shuffle && order_epoch_ != at.epoch) {
-      order_ = shuffled_order(size_, options_.seed, at.epoch);
+    // Without shuffle every epoch has the same order, so the first one built is kept.
+    if (order_epoch_ < 0 || (options_.shuffle && order_epoch_ != at.epoch)) {
+      std::vector<int64_t> order;
+      if (options_.shuffle) {
+        order = shuffled_order(size_, options_.seed, at.epoch);
+      } else {
+        order.resize(static_cast<size_t>(size_));
+        std::iota(order.begin(), order.end(), int64_t{0});
+      }
+      order_ = replica_order(order, options_.num_replicas, options_.rank);
       order_epoch_ = at.epoch;
-    } else if (!options_.shuffle && static_cast<int64_t>(order_.size()) != size_) {
-      order_.resize(static_cast<size_t>(size_));
-      std::iota(order_.begin(), order_.end(), int64_t{0});
     }
     const int64_t first = at.position * options_.batch_size;
-    const int64_t count = std::min(options_.batch_size, size_ - first);
+    const int64_t count = std::min(options_.batch_size, static_cast<int64_t>(order_.size()) - first);
     Batch batch = dataset_->get_batch({order_.data() + first, static_cast<size_t>(count)});
     EMBER_CHECK(batch.data.defined() && batch.data.dim() >= 1 && batch.data.size(0) == count,
                 "DataLoader: get_batch was asked for ", count, " samples but returned data of shape ",
@@ -92,7 +113,7 @@ class DataLoader::BatchSource {
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   int64_t size_;
-  std::vector<int64_t> order_;
+  std::vector<int64_t> order_;  // this replica's samples of epoch order_epoch_
   int64_t order_epoch_ = -1;
 };
 
@@ -183,10 +204,15 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   EMBER_CHECK(dataset_ != nullptr, "DataLoader: the data set is null");
   EMBER_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be at least 1, got ", options_.batch_size);
   EMBER_CHECK(options_.prefetch >= 0, "DataLoader: prefetch must be non-negative, got ", options_.prefetch);
+  EMBER_CHECK(options_.num_replicas >= 1, "DataLoader: num_replicas must be at least 1, got ", options_.num_replicas);
+  EMBER_CHECK(options_.rank >= 0 && options_.rank < options_.num_replicas, "Invalid rank ", options_.rank,
+              ", rank should be in the interval [0, ", options_.num_replicas - 1, "]");
   const int64_t size = dataset_->size();
   EMBER_CHECK(size >= 0, "DataLoader: the data set reports a negative size, ", size);
+  // Padding gives every replica the same share, so all ranks run the same number of steps.
+  const int64_t samples = size / options_.num_replicas + (size % options_.num_replicas != 0 ? 1 : 0);
   batches_per_epoch_ =
-      options_.drop_last ? size / options_.batch_size : (size + options_.batch_size - 1) / options_.batch_size;
+      options_.drop_last ? samples / options_.batch_size : (samples + options_.batch_size - 1) / options_.batch_size;
 }
 
 DataLoader::~DataLoader() = default;

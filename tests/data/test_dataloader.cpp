@@ -2,8 +2,6 @@
 // exact resume from a saved (epoch, position).
 #include <gtest/gtest.h>
 
-#include "support/error_of.h"
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,6 +17,9 @@
 #include "ember/data/mnist.h"
 #include "ember/error.h"
 #include "ember/factories.h"
+#include "ember/ops.h"
+#include "support/error_of.h"
+#include "train/device_batches.h"
 
 namespace {
 
@@ -28,6 +29,8 @@ using ember::data::DataLoader;
 using ember::data::DataLoaderOptions;
 using ember::data::DataLoaderState;
 using ember::data::Example;
+using ember::data::replica_order;
+using ember::data::shuffled_order;
 using namespace std::chrono_literals;
 
 using ember_test::error_of;
@@ -82,6 +85,21 @@ std::vector<int64_t> iota(int64_t n) {
   std::vector<int64_t> out(static_cast<size_t>(n));
   std::iota(out.begin(), out.end(), int64_t{0});
   return out;
+}
+
+std::vector<int64_t> sorted(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+/// Writes a 9-sample MNIST whose sample i has label i and pixels i * 20, and returns its folder.
+std::shared_ptr<ember::data::MNIST> nine_sample_mnist(const ember_test::ScratchDir& dir) {
+  ember_test::Bytes images(9 * 784);
+  for (size_t i = 0; i < images.size(); ++i) images[i] = static_cast<uint8_t>(i / 784 * 20);
+  ember_test::write_gzip(dir.file("train-images-idx3-ubyte.gz"), ember_test::idx_file({9, 28, 28}, images));
+  ember_test::write_gzip(dir.file("train-labels-idx1-ubyte.gz"),
+                         ember_test::idx_file({9}, {0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  return std::make_shared<ember::data::MNIST>(dir.path().string());
 }
 
 template <typename Predicate>
@@ -318,12 +336,7 @@ TEST(Dataset, DefaultGetBatchStacksSamples) {
 
 TEST(DataLoader, MnistBatches) {
   ember_test::ScratchDir dir;
-  ember_test::Bytes images(9 * 784);
-  for (size_t i = 0; i < images.size(); ++i) images[i] = static_cast<uint8_t>(i / 784 * 20);
-  ember_test::write_gzip(dir.file("train-images-idx3-ubyte.gz"), ember_test::idx_file({9, 28, 28}, images));
-  ember_test::write_gzip(dir.file("train-labels-idx1-ubyte.gz"),
-                         ember_test::idx_file({9}, {0, 1, 2, 3, 4, 5, 6, 7, 8}));
-  auto mnist = std::make_shared<ember::data::MNIST>(dir.path().string());
+  auto mnist = nine_sample_mnist(dir);
   DataLoader loader(mnist, {.batch_size = 4, .shuffle = true, .seed = 1});
   std::vector<int64_t> seen;
   for (Batch& batch : loader) {
@@ -338,6 +351,177 @@ TEST(DataLoader, MnistBatches) {
     }
   }
   EXPECT_EQ(seen, ember::data::shuffled_order(9, 1, 0));
+}
+
+// DistributedSampler's split (drop_last=False): the epoch's order padded with its own first entries
+// to a multiple of num_replicas, replica r taking every num_replicas-th entry from r.
+TEST(DataLoaderShards, ReplicaOrderMatchesPyTorchsSplit) {
+  // n = 10, 3 replicas: padded to 12 with the order's first 2 entries, [5 6 0 8 4 1 3 9 7 2 | 5 6].
+  const std::vector<int64_t> order{5, 6, 0, 8, 4, 1, 3, 9, 7, 2};
+  EXPECT_EQ(replica_order(order, 3, 0), (std::vector<int64_t>{5, 8, 3, 2}));
+  EXPECT_EQ(replica_order(order, 3, 1), (std::vector<int64_t>{6, 4, 9, 5}));
+  EXPECT_EQ(replica_order(order, 3, 2), (std::vector<int64_t>{0, 1, 7, 6}));
+  // n = 2, 5 replicas: the padding (3 entries) is longer than the order, so it wraps around:
+  // (indices * 2)[:3] = [7 3 7], padded [7 3 7 3 7].
+  const std::vector<int64_t> two{7, 3};
+  EXPECT_EQ(replica_order(two, 5, 0), (std::vector<int64_t>{7}));
+  EXPECT_EQ(replica_order(two, 5, 1), (std::vector<int64_t>{3}));
+  EXPECT_EQ(replica_order(two, 5, 2), (std::vector<int64_t>{7}));
+  EXPECT_EQ(replica_order(two, 5, 3), (std::vector<int64_t>{3}));
+  EXPECT_EQ(replica_order(two, 5, 4), (std::vector<int64_t>{7}));
+  // One replica takes the whole order; an even split needs no padding; an empty order gives nothing.
+  EXPECT_EQ(replica_order(order, 1, 0), order);
+  EXPECT_EQ(replica_order(order, 2, 1), (std::vector<int64_t>{6, 8, 1, 9, 2}));
+  EXPECT_TRUE(replica_order({}, 4, 3).empty());
+}
+
+TEST(DataLoaderShards, UnshuffledReplicasTakeEveryNthSample) {
+  // 10 samples, 3 replicas of 4, batches of 3: replica 1 gets 1 4 7 0 (0 is padding).
+  for (int64_t prefetch : {0, 2}) {
+    DataLoader loader(std::make_shared<IndexDataset>(10),
+                      {.batch_size = 3, .num_replicas = 3, .rank = 1, .prefetch = prefetch});
+    EXPECT_EQ(loader.batches_per_epoch(), 2);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      EXPECT_EQ(epoch_batches(loader), (std::vector<std::vector<int64_t>>{{1, 4, 7}, {0}})) << "prefetch " << prefetch;
+    }
+  }
+}
+
+TEST(DataLoaderShards, ReplicasTogetherConsumeTheShuffledOrderInTurn) {
+  // 37 samples, 2 replicas of 19 (one padding entry), batches of 5: 4 batches, the last of 4.
+  const int64_t n = 37, batch = 5;
+  auto dataset = std::make_shared<IndexDataset>(n);
+  for (int64_t prefetch : {0, 2}) {
+    DataLoader first(
+        dataset, {.batch_size = batch, .shuffle = true, .seed = 3, .num_replicas = 2, .rank = 0, .prefetch = prefetch});
+    DataLoader second(
+        dataset, {.batch_size = batch, .shuffle = true, .seed = 3, .num_replicas = 2, .rank = 1, .prefetch = prefetch});
+    ASSERT_EQ(first.batches_per_epoch(), 4);
+    ASSERT_EQ(second.batches_per_epoch(), 4);
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      const auto a = epoch_batches(first), b = epoch_batches(second);
+      ASSERT_EQ(a.size(), 4u);
+      ASSERT_EQ(b.size(), 4u);
+      std::vector<int64_t> order = shuffled_order(n, 3, epoch);
+      order.push_back(order.front());  // the padding
+      std::vector<int64_t> seen;
+      for (size_t k = 0; k < a.size(); ++k) {
+        seen.insert(seen.end(), a[k].begin(), a[k].end());
+        seen.insert(seen.end(), b[k].begin(), b[k].end());
+        const auto consumed = std::min<size_t>(2 * (k + 1) * batch, order.size());
+        EXPECT_EQ(sorted(seen), sorted({order.begin(), order.begin() + static_cast<std::ptrdiff_t>(consumed)}))
+            << "epoch " << epoch << " after " << k + 1 << " batches, prefetch " << prefetch;
+      }
+      EXPECT_EQ(flatten(a), replica_order(shuffled_order(n, 3, epoch), 2, 0));
+      EXPECT_EQ(flatten(b), replica_order(shuffled_order(n, 3, epoch), 2, 1));
+    }
+  }
+}
+
+TEST(DataLoaderShards, BatchesPerEpochCountsTheReplicasBatches) {
+  struct Case {
+    int64_t size, num_replicas, batch_size;
+    bool drop_last;
+    int64_t batches;
+  };
+  for (const Case& c : std::vector<Case>{{10, 3, 3, false, 2},  // 4 samples each
+                                         {10, 3, 3, true, 1},
+                                         {10, 4, 2, false, 2},  // 3 samples each
+                                         {10, 4, 2, true, 1},
+                                         {12, 4, 3, true, 1},  // 3 samples each, no padding
+                                         {2, 5, 4, false, 1},  // 1 sample each, padded twice over
+                                         {2, 5, 4, true, 0},
+                                         {0, 3, 2, false, 0},
+                                         {103, 8, 4, false, 4}}) {  // 13 samples each
+    for (int64_t rank = 0; rank < c.num_replicas; ++rank) {
+      DataLoader loader(std::make_shared<IndexDataset>(c.size), {.batch_size = c.batch_size,
+                                                                 .shuffle = true,
+                                                                 .drop_last = c.drop_last,
+                                                                 .num_replicas = c.num_replicas,
+                                                                 .rank = rank,
+                                                                 .prefetch = 0});
+      EXPECT_EQ(loader.batches_per_epoch(), c.batches)
+          << c.size << " samples, " << c.num_replicas << " replicas, batches of " << c.batch_size << ", drop_last "
+          << c.drop_last << ", rank " << rank;
+      EXPECT_EQ(static_cast<int64_t>(epoch_batches(loader).size()), c.batches);
+    }
+  }
+}
+
+TEST(DataLoaderShards, ResumesExactlyWithinAShard) {
+  const DataLoaderOptions options{.batch_size = 4, .shuffle = true, .seed = 11, .num_replicas = 3, .rank = 2};
+  auto dataset = std::make_shared<IndexDataset>(50);  // 17 samples per replica: 5 batches
+  DataLoader reference(dataset, options);
+  ASSERT_EQ(reference.batches_per_epoch(), 5);
+  DataLoaderState saved;
+  std::vector<std::vector<int64_t>> after_save;
+  for (int step = 0; step < 12; ++step) {
+    auto batch = reference.next();
+    if (!batch) batch = reference.next();
+    ASSERT_TRUE(batch.has_value());
+    if (step == 6) saved = reference.state();
+    if (step > 6) after_save.push_back(ids(*batch));
+  }
+  EXPECT_EQ(saved, (DataLoaderState{1, 2}));
+  for (int64_t prefetch : {0, 3}) {
+    DataLoaderOptions resumed_options = options;
+    resumed_options.prefetch = prefetch;
+    DataLoader resumed(dataset, resumed_options);
+    resumed.next();
+    resumed.set_state(saved);
+    std::vector<std::vector<int64_t>> got;
+    while (got.size() < after_save.size()) {
+      auto batch = resumed.next();
+      if (!batch) batch = resumed.next();
+      ASSERT_TRUE(batch.has_value());
+      got.push_back(ids(*batch));
+    }
+    EXPECT_EQ(got, after_save) << "prefetch " << prefetch;
+  }
+  EXPECT_EQ(error_of([&] {
+              reference.set_state({0, 6});
+            }),
+            "DataLoader::set_state: position 6 is outside the epoch's 5 batches");
+}
+
+TEST(DataLoaderShards, RejectsBadReplicas) {
+  auto dataset = std::make_shared<IndexDataset>(10);
+  EXPECT_EQ(error_of([&] { DataLoader l(dataset, {.num_replicas = 0}); }),
+            "DataLoader: num_replicas must be at least 1, got 0");
+  EXPECT_EQ(error_of([&] { DataLoader l(dataset, {.num_replicas = 2, .rank = 2}); }),
+            "Invalid rank 2, rank should be in the interval [0, 1]");
+  EXPECT_EQ(error_of([&] { DataLoader l(dataset, {.num_replicas = 2, .rank = -1}); }),
+            "Invalid rank -1, rank should be in the interval [0, 1]");
+  EXPECT_EQ(error_of([&] { replica_order(iota(4), 0, 0); }), "replica_order: num_replicas must be at least 1, got 0");
+  EXPECT_EQ(error_of([&] { replica_order(iota(4), 2, 2); }), "Invalid rank 2, rank should be in the interval [0, 1]");
+  EXPECT_EQ(error_of([&] { replica_order({}, 1, 1); }), "Invalid rank 1, rank should be in the interval [0, 0]");
+}
+
+TEST(DataLoaderShards, DeviceBatchesHandOutTheLoadersShard) {
+  ember_test::ScratchDir dir;
+  auto mnist = nine_sample_mnist(dir);
+  for (int64_t rank = 0; rank < 4; ++rank) {  // 9 samples, 4 replicas of 3 (padded by 3)
+    DataLoader loader(mnist,
+                      {.batch_size = 2, .shuffle = true, .seed = 5, .num_replicas = 4, .rank = rank, .prefetch = 0});
+    ember::train::DeviceBatches batches(*mnist, ember::Device("cpu"), 2, 5, 4, rank);
+    ASSERT_EQ(batches.batches_per_epoch(), 2);
+    ASSERT_EQ(loader.batches_per_epoch(), 2);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      while (std::optional<Batch> expected = loader.next()) {
+        std::optional<Batch> got = batches.next();
+        ASSERT_TRUE(got.has_value()) << "rank " << rank << " epoch " << epoch;
+        EXPECT_EQ(ids(*got), ids(*expected)) << "rank " << rank << " epoch " << epoch;
+        EXPECT_TRUE(ember::equal(got->data, expected->data));
+        EXPECT_EQ(batches.state(), loader.state());
+      }
+      EXPECT_FALSE(batches.next().has_value());
+      EXPECT_EQ(batches.state(), loader.state());
+    }
+  }
+  EXPECT_EQ(error_of([&] { ember::train::DeviceBatches b(*mnist, ember::Device("cpu"), 2, 5, 0, 0); }),
+            "DeviceBatches: num_replicas must be at least 1, got 0");
+  EXPECT_EQ(error_of([&] { ember::train::DeviceBatches b(*mnist, ember::Device("cpu"), 2, 5, 2, 2); }),
+            "Invalid rank 2, rank should be in the interval [0, 1]");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "train/device_batches.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "ember/cuda.h"
@@ -9,14 +10,22 @@
 
 namespace ember::train {
 
-DeviceBatches::DeviceBatches(const data::MNIST& set, Device device, int64_t batch_size, uint64_t seed)
-    : images_(set.images().to(device)),
-      labels_(set.labels().to(device)),
-      size_(set.size()),
-      batch_size_(batch_size),
-      seed_(seed),
-      batches_per_epoch_((set.size() + batch_size - 1) / batch_size) {
+DeviceBatches::DeviceBatches(const data::MNIST& set, Device device, int64_t batch_size, uint64_t seed,
+                             int64_t num_replicas, int64_t rank)
+    : size_(set.size()), batch_size_(batch_size), seed_(seed), num_replicas_(num_replicas), rank_(rank) {
+  // Checked before anything is copied to the device.
   if (batch_size < 1) throw Error("DeviceBatches: batch_size must be at least 1");
+  if (num_replicas < 1) {
+    throw Error("DeviceBatches: num_replicas must be at least 1, got " + std::to_string(num_replicas));
+  }
+  if (rank < 0 || rank >= num_replicas) {
+    throw Error("Invalid rank " + std::to_string(rank) + ", rank should be in the interval [0, " +
+                std::to_string(num_replicas - 1) + "]");
+  }
+  samples_ = size_ / num_replicas + (size_ % num_replicas != 0 ? 1 : 0);
+  batches_per_epoch_ = (samples_ + batch_size - 1) / batch_size;
+  images_ = set.images().to(device);
+  labels_ = set.labels().to(device);
 }
 
 bool DeviceBatches::fits(const data::MNIST& set, Device device) {
@@ -42,11 +51,12 @@ std::optional<data::Batch> DeviceBatches::next() {
     return std::nullopt;
   }
   if (order_epoch_ != cursor_.epoch) {
-    order_ = tensor(data::shuffled_order(size_, seed_, cursor_.epoch)).to(images_.device());
+    order_ = tensor(data::replica_order(data::shuffled_order(size_, seed_, cursor_.epoch), num_replicas_, rank_))
+                 .to(images_.device());
     order_epoch_ = cursor_.epoch;
   }
   const int64_t start = cursor_.position * batch_size_;
-  const int64_t count = std::min(batch_size_, size_ - start);
+  const int64_t count = std::min(batch_size_, samples_ - start);
   const Tensor index = order_.narrow(0, start, count);
   ++cursor_.position;
   // i / 255 in float32, the value MNIST::get_batch takes from its table.

@@ -20,6 +20,12 @@ struct DataLoaderOptions {
   uint64_t seed = 0;
   /// Leave out the last batch of an epoch when it would be smaller than batch_size.
   bool drop_last = false;
+  /// Data-parallel sharding, as torch.utils.data.distributed.DistributedSampler with drop_last=False:
+  /// the loader hands out only replica `rank`'s share of each epoch's order, replica_order(order,
+  /// num_replicas, rank), so each of the num_replicas processes of a job trains on its own
+  /// ceil(size / num_replicas) samples per epoch. batch_size and drop_last then apply to that share.
+  int64_t num_replicas = 1;
+  int64_t rank = 0;
   /// Batches a worker thread loads ahead of the consumer. 0 loads each batch in next(), on the
   /// calling thread.
   int64_t prefetch = 2;
@@ -36,6 +42,15 @@ struct DataLoaderState {
 /// The order in which epoch `epoch` visits the `n` samples when shuffling: a permutation of
 /// 0..n-1 that depends only on (n, seed, epoch) and is the same on every platform.
 std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch);
+
+/// Replica `rank`'s samples of an epoch whose order is `epoch_order` (shuffled_order(), or
+/// 0..n-1 without shuffling), split as DistributedSampler splits them: the order is padded to a
+/// multiple of num_replicas by repeating its own first entries (wrapping around as often as
+/// needed), and the replica takes entries rank, rank + num_replicas, rank + 2 * num_replicas, ...
+/// Every replica gets ceil(n / num_replicas) samples, and k batches of B on each replica consume
+/// exactly the first k * B * num_replicas entries of the padded order. An empty order gives an
+/// empty share.
+std::vector<int64_t> replica_order(const std::vector<int64_t>& epoch_order, int64_t num_replicas, int64_t rank);
 
 /// Hands out the batches of a data set, one epoch after another.
 ///
@@ -63,7 +78,8 @@ class DataLoader {
   /// call that returns std::nullopt moves the cursor to the start of the next epoch.
   std::optional<Batch> next();
 
-  /// Batches per epoch: ceil(size / batch_size), or floor with drop_last (len() in PyTorch).
+  /// Batches per epoch of this replica: ceil(samples / batch_size), or floor with drop_last (len()
+  /// in PyTorch), where samples is ceil(size / num_replicas).
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
   const Dataset& dataset() const { return *dataset_; }
   const DataLoaderOptions& options() const { return options_; }

@@ -7,4 +7,5 @@
 #include "ember/nn/loss.h"
 #include "ember/nn/module.h"
 #include "ember/nn/modules.h"
+#include "ember/nn/parallel.h"
 #include "ember/nn/pooling.h"

@@ -1,0 +1,150 @@
+// DistributedDataParallel across the ranks of an mpirun job: K steps with batch B on each of N
+// ranks give the parameters of K steps with batch N*B on one process.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "ember/ember.h"
+#include "support/error_of.h"
+
+using namespace ember;
+using ember_test::error_of;
+using testing::HasSubstr;
+
+namespace {
+
+int rank() { return distributed::rank(); }
+int world() { return distributed::world_size(); }
+
+std::shared_ptr<nn::Sequential> make_model(uint64_t seed) {
+  manual_seed(seed);
+  return std::make_shared<nn::Sequential>(std::make_shared<nn::Linear>(6, 16), std::make_shared<nn::Tanh>(),
+                                          std::make_shared<nn::Linear>(16, 16), std::make_shared<nn::ReLU>(),
+                                          std::make_shared<nn::Linear>(16, 3));
+}
+
+struct Data {
+  Tensor x, y;
+};
+
+// The same data on every rank (seeded), so the single-process reference can be computed anywhere.
+Data make_data(int64_t n) {
+  manual_seed(1234);
+  return {randn({n, 6}), randint(0, 3, {n})};
+}
+
+// Rank r's share of global batch k: DistributedSampler's split of the samples k*N*B ... (k+1)*N*B-1.
+Tensor rank_indices(int64_t k, int64_t batch, int r, int n) {
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < batch; ++i) idx.push_back(k * batch * n + i * n + r);
+  return tensor(idx);
+}
+
+void train(nn::Module& model, optim::Optimizer& opt, const Data& data, int64_t steps, int64_t batch, int r, int n,
+           int accumulate = 1) {
+  for (int64_t k = 0; k < steps; ++k) {
+    opt.zero_grad();
+    const Tensor idx = rank_indices(k, batch, r, n);
+    const Tensor logits = model.forward(data.x.index_select(0, idx));
+    nn::functional::cross_entropy(logits, data.y.index_select(0, idx)).backward();
+    (void)accumulate;
+    opt.step();
+  }
+}
+
+void expect_same_parameters(const nn::Module& a, const nn::Module& b, double tol) {
+  const auto pa = a.named_parameters();
+  const auto pb = b.named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    SCOPED_TRACE(pa[i].first);
+    EXPECT_TRUE(allclose(pa[i].second, pb[i].second, tol, tol))
+        << "max difference " << (pa[i].second - pb[i].second).abs().max().item<double>();
+  }
+}
+
+}  // namespace
+
+TEST(MpiDdp, StartsFromRankZerosParameters) {
+  auto model = make_model(100 + static_cast<uint64_t>(rank()));  // a different model on every rank
+  nn::DistributedDataParallel ddp(model);
+  auto reference = make_model(100);
+  expect_same_parameters(*model, *reference, 0);
+}
+
+TEST(MpiDdp, KStepsOfBatchBOnNRanksEqualKStepsOfBatchNBAlone) {
+  const int64_t steps = 6, batch = 4;
+  const Data data = make_data(steps * batch * world());
+  for (double cap_mb : {25.0, 0.0005}) {  // one bucket per model, or one per parameter
+    SCOPED_TRACE("bucket_cap_mb " + std::to_string(cap_mb));
+    auto model = make_model(7);
+    auto ddp = std::make_shared<nn::DistributedDataParallel>(
+        model, nn::DistributedDataParallelOptions{.bucket_cap_mb = cap_mb});
+    optim::SGD sgd(ddp->parameters(), {.lr = 0.1, .momentum = 0.9});
+    train(*ddp, sgd, data, steps, batch, rank(), world());
+
+    auto alone = make_model(7);
+    optim::SGD reference(alone->parameters(), {.lr = 0.1, .momentum = 0.9});
+    train(*alone, reference, data, steps, batch * world(), 0, 1);
+    expect_same_parameters(*model, *alone, 1e-5);
+  }
+}
+
+TEST(MpiDdp, BucketsFollowTheCapAndReverseParameterOrder) {
+  auto model = make_model(1);
+  nn::DistributedDataParallel one_bucket(model);
+  EXPECT_EQ(one_bucket.bucket_sizes(), (std::vector<int64_t>{6 * 16 + 16 + 16 * 16 + 16 + 16 * 3 + 3}));
+  auto other = make_model(1);
+  nn::DistributedDataParallel per_parameter(other, {.bucket_cap_mb = 1e-6});
+  EXPECT_EQ(per_parameter.bucket_sizes(), (std::vector<int64_t>{3, 48, 16, 256, 16, 96}));
+}
+
+TEST(MpiDdp, NoSyncAccumulatesLocallyAndTheNextSyncAveragesEverything) {
+  const Data data = make_data(4 * world());
+  auto model = make_model(3);
+  nn::DistributedDataParallel ddp(model);
+  {
+    nn::NoSyncGuard no_sync(ddp);
+    nn::functional::cross_entropy(ddp.forward(data.x.narrow(0, rank() * 2, 2)), data.y.narrow(0, rank() * 2, 2))
+        .backward();
+  }
+  const int64_t second = 2 * world() + rank() * 2;
+  nn::functional::cross_entropy(ddp.forward(data.x.narrow(0, second, 2)), data.y.narrow(0, second, 2)).backward();
+
+  // Alone: the sum over both micro-batches of every rank's mean loss, divided by the ranks.
+  auto alone = make_model(3);
+  Tensor total = zeros({});
+  for (int r = 0; r < world(); ++r) {
+    for (int64_t first : {int64_t{r} * 2, 2 * world() + int64_t{r} * 2}) {
+      total =
+          total + nn::functional::cross_entropy(alone->forward(data.x.narrow(0, first, 2)), data.y.narrow(0, first, 2));
+    }
+  }
+  (total / static_cast<double>(world())).backward();
+  const auto mine = model->parameters();
+  const auto want = alone->parameters();
+  for (size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].grad(), want[i].grad(), 1e-5, 1e-6));
+}
+
+TEST(MpiDdp, AParameterWithoutGradientOnOneRankCountsAsZero) {
+  // Rank 0 uses only the first layer's output through a branch that skips layer 2.
+  manual_seed(5);
+  auto first = std::make_shared<nn::Linear>(4, 4);
+  auto second = std::make_shared<nn::Linear>(4, 4);
+  auto model = std::make_shared<nn::Sequential>(first, second);
+  nn::DistributedDataParallel ddp(model);
+  const Tensor x = ones({2, 4});
+  Tensor out = rank() == 0 ? first->forward(x) : second->forward(first->forward(x));
+  out.sum().backward();  // must not hang: rank 0 never produced layer 2's gradients
+  ASSERT_TRUE(second->weight.grad().defined());
+  // Layer 2's gradient is the other ranks' sum divided by the world: the same everywhere.
+  Tensor g = second->weight.grad().clone();
+  distributed::all_reduce(g, distributed::ReduceOp::Max);
+  EXPECT_TRUE(allclose(g, second->weight.grad()));
+}
+
+TEST(MpiDdp, DifferentModelsOnDifferentRanksAreRefused) {
+  manual_seed(1);
+  auto model = std::make_shared<nn::Linear>(3, rank() == 0 ? 2 : 4);
+  EXPECT_THAT(error_of([&] { nn::DistributedDataParallel ddp(model); }),
+              HasSubstr("every rank must wrap the same model"));
+}
