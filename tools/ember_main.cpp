@@ -113,6 +113,10 @@ Subcommand add_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--detect-anomaly", options->detect_anomaly,
                 "Check every backward function for NaN (slow): names the op that produced the first one");
+  // For tests of interruption and resume (tests/distributed/mpi/check_train.sh): not in --help.
+  cmd->add_option("--stop-after-steps", options->stop_after_steps,
+                  "Stop as Ctrl-C does after this many optimizer steps")
+      ->group("");
   auto run = [cmd, options, resume, progress, nan_policy]() {
     using ember::train::ProgressStyle;
     options->progress = *progress == "bar"     ? ProgressStyle::Bar
@@ -183,6 +187,13 @@ int run(int argc, char** argv) {
   return 0;
 }
 
+// Under mpirun every rank may fail: each says which it is.
+std::string error_prefix() {
+  if (!ember::distributed::is_initialized() || ember::distributed::world_size() == 1) return "error: ";
+  return "error (rank " + std::to_string(ember::distributed::rank()) + " of " +
+         std::to_string(ember::distributed::world_size()) + "): ";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,11 +201,11 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const ember::Error& e) {
     std::cout.flush();
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << error_prefix() << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::cerr << "error: unexpected failure: " << e.what() << "\n";
+    std::cerr << error_prefix() << "unexpected failure: " << e.what() << "\n";
     return 1;
   }
 }

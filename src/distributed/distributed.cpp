@@ -15,6 +15,7 @@
 #include "distributed/transport.h"
 #include "ember/autograd.h"
 #include "ember/factories.h"
+#include "ember/threads.h"
 
 namespace ember::distributed {
 
@@ -76,6 +77,7 @@ std::string_view short_name(Dtype d) { return dtype_name(d).substr(dtype_name(d)
 void require_usable(const char* collective) {
   EMBER_CHECK(g_world.initialized, "distributed.", collective,
               ": the process group is not initialised; call ember::distributed::init() first");
+  if (g_world.broken.empty()) g_world.broken = detail::nccl_failure();
   EMBER_CHECK(g_world.broken.empty(), "distributed.", collective,
               ": the process group can no longer be used: ", g_world.broken);
 }
@@ -108,6 +110,16 @@ void back_off(int round) {
     return;
   }
   std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 50 * (round / 1024))));
+}
+
+// Ranks on one machine that each start a thread per CPU oversubscribe it (mpirun binds ranks to
+// cores only up to two ranks; past that, or with --oversubscribe, every rank sees every CPU).
+// As torchrun does, a rank then takes its share, unless OMP_NUM_THREADS says otherwise.
+void share_cpus(int local_ranks) {
+  if (local_ranks <= 1 || std::getenv("OMP_NUM_THREADS") != nullptr) return;
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int share = std::max(1, cpus / local_ranks);
+  if (get_num_threads() > share) set_num_threads(share);
 }
 
 [[noreturn]] void fail_timeout(Work::State& state) {
@@ -147,23 +159,28 @@ struct DoneState final : Work::State {
   bool poll() override { return true; }
 };
 
-std::unique_ptr<Work::State> done(std::string what) {
-  auto state = std::make_unique<DoneState>();
-  state->what = std::move(what);
-  return state;
-}
+std::unique_ptr<Work::State> done() { return std::make_unique<DoneState>(); }
 
-Work start(std::unique_ptr<Work::State> state, std::string what) {
-  state->what = std::move(what);
-  state->seq = g_world.next_seq - 1;
-  return Work(std::move(state));
-}
+// A collective's name and its number in the job; every rank numbers its collectives alike.
+struct Label {
+  std::string what;
+  uint64_t seq = 0;
+};
 
-std::string label(const char* collective, const Tensor& t, const char* extra = nullptr) {
+Label label(const char* collective, const Tensor& t, const char* extra = nullptr) {
+  Label l;
+  l.seq = g_world.next_seq++;
   std::ostringstream s;
-  s << collective << " #" << g_world.next_seq++ << " of " << describe_tensor(t);
+  s << collective << " #" << l.seq << " of " << describe_tensor(t);
   if (extra != nullptr) s << " (" << extra << ")";
-  return s.str();
+  l.what = s.str();
+  return l;
+}
+
+Work start(std::unique_ptr<Work::State> state, Label label) {
+  state->what = std::move(label.what);
+  state->seq = label.seq;
+  return Work(std::move(state));
 }
 
 bool is_half(Dtype d) { return d == kFloat16 || d == kBFloat16; }
@@ -234,6 +251,7 @@ void init(const InitOptions& options) {
                 "Install Open MPI (Debian: apt-get install libopenmpi-dev openmpi-bin) and rebuild ember.");
     world.members = detail::mpi_init();
     world.uses_mpi = true;
+    share_cpus(world.members.local_size);
   }
   world.initialized = true;
   g_world = world;
@@ -243,11 +261,18 @@ bool is_initialized() { return g_world.initialized; }
 
 void finalize() {
   if (!g_world.initialized) return;
-  if (g_world.uses_mpi) {
-    detail::nccl_finalize();
-    detail::mpi_finalize();
-  }
+  const bool uses_mpi = g_world.uses_mpi;
   g_world = World{};
+  if (!uses_mpi) return;
+  // MPI is finalised even when tearing NCCL down fails: the job waits for every rank there.
+  std::exception_ptr nccl_error;
+  try {
+    detail::nccl_finalize();
+  } catch (...) {
+    nccl_error = std::current_exception();
+  }
+  detail::mpi_finalize();
+  if (nccl_error) std::rethrow_exception(nccl_error);
 }
 
 int rank() { return g_world.members.rank; }
@@ -282,9 +307,9 @@ Work all_reduce_async(const Tensor& tensor, ReduceOp op) {
   const Dtype dtype = tensor.dtype();
   EMBER_CHECK(op != ReduceOp::Avg || is_floating_point(dtype), "distributed.all_reduce: ReduceOp::Avg needs a ",
               "floating-point tensor, got ", short_name(dtype), "; reduce with Sum and divide");
-  std::string what = label("all_reduce", tensor, op_name(op));
+  Label what = label("all_reduce", tensor, op_name(op));
   const int size = g_world.members.size;
-  if (size == 1) return start(done(what), what);
+  if (size == 1) return start(done(), what);
 
   if (tensor.device().is_cuda()) {
     EMBER_CHECK(detail::nccl_built(),
@@ -314,7 +339,7 @@ void broadcast(const Tensor& tensor, int root) {
   const int size = g_world.members.size;
   EMBER_CHECK(root >= 0 && root < size, "distributed.broadcast: root rank ", root, " is not in [0, ", size - 1, "]");
   const std::string extra = "from rank " + std::to_string(root);
-  std::string what = label("broadcast", tensor, extra.c_str());
+  Label what = label("broadcast", tensor, extra.c_str());
   if (size == 1) return;
   if (tensor.device().is_cuda()) {
     EMBER_CHECK(detail::nccl_built(), "distributed.broadcast: cuda tensors need NCCL, which this build lacks");
@@ -344,7 +369,7 @@ std::vector<Tensor> all_gather(const Tensor& tensor) {
   for (int64_t d = 0; d < dim; ++d) shape.data_ptr<int64_t>()[d + 1] = input.size(d);
   const Tensor shapes = empty({size * (dim + 1)}, TensorOptions().dtype(kInt64));
   {
-    std::string what = label("all_gather", shape, "shapes");
+    Label what = label("all_gather", shape, "shapes");
     start(detail::mpi_all_gather(shape, shapes, std::vector<int64_t>(static_cast<size_t>(size), dim + 1)), what).wait();
   }
   const int64_t* all = shapes.data_ptr<int64_t>();
@@ -376,7 +401,7 @@ std::vector<Tensor> all_gather(const Tensor& tensor) {
     if (input.size(0) > 0) padded.narrow(0, 0, input.size(0)).copy_(input);
     out_sizes[0] = longest * size;
     const Tensor gathered = empty(out_sizes, TensorOptions().dtype(input.dtype()).device(input.device()));
-    std::string what = label("all_gather", input);
+    Label what = label("all_gather", input);
     start(detail::nccl_all_gather(padded, gathered, g_world.members), what).wait();
     for (int r = 0; r < size; ++r) result.push_back(gathered.narrow(0, r * longest, rows[static_cast<size_t>(r)]));
     return result;
@@ -385,7 +410,7 @@ std::vector<Tensor> all_gather(const Tensor& tensor) {
   const Tensor gathered = empty(out_sizes, TensorOptions().dtype(input.dtype()));
   std::vector<int64_t> counts;
   for (int64_t r : rows) counts.push_back(r * row_elems);
-  std::string what = label("all_gather", input);
+  Label what = label("all_gather", input);
   start(detail::mpi_all_gather(input, gathered, counts), what).wait();
   int64_t first = 0;
   for (int64_t r : rows) {
@@ -397,7 +422,8 @@ std::vector<Tensor> all_gather(const Tensor& tensor) {
 
 void barrier() {
   require_usable("barrier");
-  std::string what = "barrier #" + std::to_string(g_world.next_seq++);
+  const Label what{"barrier #" + std::to_string(g_world.next_seq), g_world.next_seq};
+  ++g_world.next_seq;
   if (g_world.members.size == 1) return;
   start(detail::mpi_barrier(), what).wait();
 }

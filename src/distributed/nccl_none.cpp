@@ -13,6 +13,7 @@ namespace {
 }  // namespace
 
 bool nccl_built() { return false; }
+std::string nccl_failure() { return {}; }
 std::unique_ptr<Work::State> nccl_all_reduce(const Tensor&, ReduceOp, const Membership&) { unavailable(); }
 std::unique_ptr<Work::State> nccl_broadcast(const Tensor&, int, const Membership&) { unavailable(); }
 std::unique_ptr<Work::State> nccl_all_gather(const Tensor&, const Tensor&, const Membership&) { unavailable(); }

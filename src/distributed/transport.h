@@ -61,6 +61,11 @@ std::string mpi_who_is_missing(uint64_t seq, std::chrono::milliseconds grace);
 
 // ---- NCCL: CUDA tensors ----
 bool nccl_built();
+/// Why the NCCL transport's watchdog gave up on a collective ("" while all is well). NCCL
+/// collectives are waited for by the GPU, not the host, so a hang or an asynchronous NCCL error
+/// is found by a watchdog thread after the call that queued it has returned; every later
+/// collective, on any device, reports it.
+std::string nccl_failure();
 /// The same as the mpi_ functions, for contiguous CUDA tensors, queued on the current stream.
 std::unique_ptr<Work::State> nccl_all_reduce(const Tensor& tensor, ReduceOp op, const Membership& world);
 std::unique_ptr<Work::State> nccl_broadcast(const Tensor& tensor, int root, const Membership& world);

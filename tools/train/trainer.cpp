@@ -20,6 +20,7 @@
 #include "ember/io/tensorboard.h"
 #include "train/curves.h"
 #include "train/device_batches.h"
+#include "train/job.h"
 #include "train/models.h"
 #include "train/progress.h"
 #include "train/run_files.h"
@@ -44,25 +45,30 @@ std::atomic<bool> g_interrupt_requested{false};
 
 extern "C" void on_interrupt(int) { g_interrupt_requested.store(true); }
 
+// Under mpirun, Ctrl-C reaches mpirun, which sends SIGTERM to every rank: in a job, SIGTERM is
+// handled the same way, so the ranks agree to stop (see the step loop) and rank 0 saves.
 class InterruptHandler {
  public:
-  InterruptHandler() {
+  explicit InterruptHandler(bool in_job) {
     g_interrupt_requested.store(false);
     struct sigaction action {};
     action.sa_handler = on_interrupt;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESETHAND;
-    installed_ = ::sigaction(SIGINT, &action, &previous_) == 0;
+    installed_int_ = ::sigaction(SIGINT, &action, &previous_int_) == 0;
+    if (in_job) installed_term_ = ::sigaction(SIGTERM, &action, &previous_term_) == 0;
   }
   ~InterruptHandler() {
-    if (installed_) ::sigaction(SIGINT, &previous_, nullptr);
+    if (installed_int_) ::sigaction(SIGINT, &previous_int_, nullptr);
+    if (installed_term_) ::sigaction(SIGTERM, &previous_term_, nullptr);
   }
   InterruptHandler(const InterruptHandler&) = delete;
   InterruptHandler& operator=(const InterruptHandler&) = delete;
 
  private:
-  struct sigaction previous_ {};
-  bool installed_ = false;
+  struct sigaction previous_int_ {
+  }, previous_term_{};
+  bool installed_int_ = false, installed_term_ = false;
 };
 
 // ---- choices ----
@@ -94,12 +100,15 @@ struct ChosenDevice {
 };
 
 ChosenDevice choose_device(const std::optional<std::string>& requested) {
+  // In a job of several ranks, each takes the GPU of its local rank unless told an index.
+  const bool own_gpu = job_size() > 1;
   if (requested && !requested->empty()) {
-    const Device device(*requested);
+    Device device(*requested);
+    if (own_gpu && device.is_cuda() && !device.has_index()) device = distributed::default_device();
     empty({0}, device);  // an unusable device fails here, with the reason
     return {device, "set by --device"};
   }
-  const Device device = best_device();
+  const Device device = own_gpu && cuda::is_available() ? distributed::default_device() : best_device();
   if (std::getenv("EMBER_DEVICE") != nullptr) return {device, "set by EMBER_DEVICE"};
   if (device.is_cpu()) {
     std::string why = "best available; CUDA: " + cuda::unavailable_reason();
@@ -133,12 +142,17 @@ io::NamedTensors named(const nn::StateDict& state) {
 
 std::string data_dir(const std::string& data) { return data.empty() ? std::string(data::kFashionMnistDir) : data; }
 
+// In a job, rank r evaluates batches r, r + N, ... and the sums are added over the ranks, so
+// every test image counts once.
 EvalResult evaluate(nn::Module& model, const std::shared_ptr<const data::MNIST>& test_set, Device device) {
   NoGradGuard no_grad;
   model.eval();
   data::DataLoader loader(test_set, {.batch_size = kTestBatch, .prefetch = 1});
   EvalResult result;
+  const int64_t ranks = job_size(), rank = job_rank();
+  int64_t index = 0;
   for (data::Batch& batch : loader) {
+    if (index++ % ranks != rank) continue;
     const Tensor x = batch.data.to(device);
     const Tensor y = batch.target.to(device);
     const Tensor logits = model.forward(x);
@@ -146,6 +160,11 @@ EvalResult evaluate(nn::Module& model, const std::shared_ptr<const data::MNIST>&
     result.correct += logits.argmax(1).eq(y).sum().item<int64_t>();
     result.total += y.size(0);
   }
+  const std::vector<double> sums =
+      sum_over_ranks({result.loss, static_cast<double>(result.correct), static_cast<double>(result.total)});
+  result.loss = sums[0];
+  result.correct = static_cast<int64_t>(sums[1]);
+  result.total = static_cast<int64_t>(sums[2]);
   if (result.total > 0) result.loss /= static_cast<double>(result.total);
   return result;
 }
@@ -196,6 +215,12 @@ class Session {
   void flush_loss();
   /// "  GPU peak 1.23 GiB" when training on a GPU, "" otherwise.
   std::string memory_note() const;
+  /// What the training step runs: the data-parallel wrapper in a job, the model alone.
+  nn::Module& trained() { return ddp_ ? *ddp_ : *model_; }
+  /// In a job: replaces each rank's running sums of the epoch with their totals on rank 0 and
+  /// zeros elsewhere, so that a checkpoint holds the job's sums and adding them up again at the
+  /// epoch's end (after a resume) counts each sample once.
+  void gather_epoch_sums();
 
   RunConfig config_;
   std::filesystem::path dir_;
@@ -205,6 +230,8 @@ class Session {
   ChosenDevice device_{Device("cpu"), ""};
   std::shared_ptr<const data::MNIST> train_set_, test_set_;
   std::shared_ptr<nn::Module> model_;
+  std::shared_ptr<nn::DistributedDataParallel> ddp_;  // wraps model_ in a job of several ranks
+  int64_t ranks_ = 1;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::LRScheduler> scheduler_;
   std::unique_ptr<data::DataLoader> loader_;       // batches loaded on the host, or
@@ -229,6 +256,7 @@ class Session {
 };
 
 void Session::build() {
+  ranks_ = job_size();
   device_ = choose_device(runtime_.device);
   if (runtime_.threads > 0) set_num_threads(runtime_.threads);
   const std::string root = data_dir(config_.data);
@@ -237,16 +265,21 @@ void Session::build() {
   manual_seed(config_.seed);
   model_ = make_model(config_.model);
   model_->to(device_.device);
+  if (ranks_ > 1) ddp_ = std::make_shared<nn::DistributedDataParallel>(model_);
   named_params_ = model_->named_parameters();
   for (const auto& [name, module] : model_->named_modules())
     uses_dropout_ = uses_dropout_ || std::dynamic_pointer_cast<nn::Dropout>(module) != nullptr;
   optimizer_ = make_optimizer(config_, model_->parameters());
   scheduler_ = make_scheduler(config_, *optimizer_);
   if (DeviceBatches::fits(*train_set_, device_.device)) {
-    device_batches_ = std::make_unique<DeviceBatches>(*train_set_, device_.device, config_.batch_size, config_.seed);
+    device_batches_ = std::make_unique<DeviceBatches>(*train_set_, device_.device, config_.batch_size, config_.seed,
+                                                      ranks_, job_rank());
   } else {
-    loader_ = std::make_unique<data::DataLoader>(
-        train_set_, data::DataLoaderOptions{.batch_size = config_.batch_size, .shuffle = true, .seed = config_.seed});
+    loader_ = std::make_unique<data::DataLoader>(train_set_, data::DataLoaderOptions{.batch_size = config_.batch_size,
+                                                                                     .shuffle = true,
+                                                                                     .seed = config_.seed,
+                                                                                     .num_replicas = ranks_,
+                                                                                     .rank = job_rank()});
   }
 }
 
@@ -295,21 +328,31 @@ void Session::restore(const io::Checkpoint& checkpoint) {
   optimizer_->load_state_dict(checkpoint.optimizer);
   if (scheduler_) scheduler_->load_state_dict(checkpoint.scheduler);
   if (checkpoint.rng.defined()) set_rng_state(checkpoint.rng);
-  if (device_batches_) {
-    device_batches_->set_state(checkpoint.loader);
-  } else {
-    loader_->set_state(checkpoint.loader);
-  }
-  global_step_ = checkpoint.step;
   auto extra = [&](const char* key) -> const std::string& {
     auto it = checkpoint.extra.find(key);
     if (it == checkpoint.extra.end()) throw Error(std::string("the checkpoint has no '") + key + "' entry");
     return it->second;
   };
+  // A checkpoint from a job of another size resumes where that job's ranks together stopped.
+  auto saved_ranks_entry = checkpoint.extra.find("ranks");  // absent before distributed training existed
+  const int64_t saved_ranks = saved_ranks_entry == checkpoint.extra.end() ? 1 : std::stoll(saved_ranks_entry->second);
+  auto batches_for = [&](int64_t ranks) {
+    const int64_t per_rank = (train_set_->size() + ranks - 1) / ranks;
+    return (per_rank + config_.batch_size - 1) / config_.batch_size;
+  };
+  const data::DataLoaderState at =
+      resume_state(checkpoint.loader, saved_ranks, ranks_, batches_for(saved_ranks), batches_for(ranks_));
+  if (device_batches_) {
+    device_batches_->set_state(at);
+  } else {
+    loader_->set_state(at);
+  }
+  global_step_ = checkpoint.step;
   history_ = history_from_json(extra("history"));
   best_accuracy_ = std::stod(extra("best_accuracy"));
-  epoch_loss_sum_ = std::stod(extra("epoch_loss_sum"));
-  epoch_samples_ = std::stoll(extra("epoch_samples"));
+  // The job's sums of the epoch so far: kept by rank 0, added to the others' at the epoch's end.
+  epoch_loss_sum_ = is_writer() ? std::stod(extra("epoch_loss_sum")) : 0;
+  epoch_samples_ = is_writer() ? std::stoll(extra("epoch_samples")) : 0;
   epoch_seconds_before_ = std::stod(extra("epoch_seconds"));
   auto skipped = checkpoint.extra.find("epoch_skipped");  // absent before --nan-policy existed
   epoch_skipped_ = skipped == checkpoint.extra.end() ? 0 : std::stoll(skipped->second);
@@ -339,7 +382,16 @@ void Session::save_checkpoint(const std::optional<data::DataLoaderState>& loader
   checkpoint.extra["epoch_samples"] = std::to_string(epoch_samples_);
   checkpoint.extra["epoch_seconds"] = exact(epoch_seconds_before_);
   checkpoint.extra["epoch_skipped"] = std::to_string(epoch_skipped_);
+  checkpoint.extra["ranks"] = std::to_string(ranks_);
   io::save_checkpoint(dir_ / kCheckpointFile, checkpoint);
+}
+
+void Session::gather_epoch_sums() {
+  if (ranks_ == 1) return;
+  flush_loss();
+  const std::vector<double> totals = sum_over_ranks({epoch_loss_sum_, static_cast<double>(epoch_samples_)});
+  epoch_loss_sum_ = is_writer() ? totals[0] : 0;
+  epoch_samples_ = is_writer() ? static_cast<int64_t>(totals[1]) : 0;
 }
 
 bool Session::attempt(const std::string& what, const std::function<void()>& save) {
@@ -355,6 +407,7 @@ bool Session::attempt(const std::string& what, const std::function<void()>& save
 
 void Session::save_files() {
   failed_saves_.clear();
+  if (!is_writer()) return;
   if (!unsaved_best_.empty() &&
       attempt("the best weights", [&] { io::save_safetensors(dir_ / kModelFile, named(unsaved_best_)); })) {
     unsaved_best_ = nn::StateDict();
@@ -449,6 +502,10 @@ std::string Session::find_nan_op(const data::Batch& batch, const Tensor& rng_bef
   if (rng_before.defined()) set_rng_state(rng_before);  // the same dropout masks as the failed step
   DetectAnomalyGuard anomaly;
   optimizer_->zero_grad();
+  // Each rank re-runs its own batch without averaging: anomaly detection may stop backward on
+  // one rank and not another, and a collective started by only some ranks would never finish.
+  std::optional<nn::NoSyncGuard> local;
+  if (ddp_) local.emplace(*ddp_);
   try {
     nn::functional::cross_entropy(model_->forward(batch.data), batch.target).backward();
   } catch (const Error& e) {
@@ -473,12 +530,22 @@ void Session::print_banner(bool resumed) const {
   out_ << ", " << config_.scheduler << " schedule, batch " << config_.batch_size << ", " << config_.epochs
        << " epochs, seed " << config_.seed << "\n"
        << "  run dir    " << dir_.string() << "\n";
+  if (ranks_ > 1) {
+    out_ << "  ranks      " << ranks_ << " (mpirun): each trains on its shard with batch " << config_.batch_size
+         << ", so a step averages " << ranks_ * config_.batch_size << " samples; rank 0 logs and saves\n";
+  }
   out_.flush();
 }
 
 void Session::finish_epoch(double train_seconds) {
   const int64_t epoch = static_cast<int64_t>(history_.size()) + 1;
-  flush_loss();
+  gather_epoch_sums();
+  // Every rank evaluates rank 0's model: the running statistics (BatchNorm) each rank updated in
+  // its last forward are replaced by rank 0's, the ones that get saved.
+  if (ranks_ > 1) {
+    NoGradGuard no_grad;
+    for (const Tensor& buffer : model_->buffers()) distributed::broadcast(buffer, 0);
+  }
   const EvalResult test = evaluate(*model_, test_set_, device_.device);
   EpochMetrics m;
   m.epoch = epoch;
@@ -507,7 +574,7 @@ void Session::finish_epoch(double train_seconds) {
     out_ << "  best so far";
   }
   out_ << "\n" << std::flush;
-  if (best) {
+  if (best && is_writer()) {
     // A copy (training goes on changing the model), saved by save_files() and kept in memory
     // until a save succeeds.
     unsaved_best_ = nn::StateDict();
@@ -525,11 +592,13 @@ void Session::finish_epoch(double train_seconds) {
 TrainResult Session::run(const io::Checkpoint* checkpoint) {
   build();
   if (checkpoint) restore(*checkpoint);
-  std::filesystem::create_directories(dir_);
-  io::write_file_atomically(dir_ / kConfigFile,
-                            config_to_json(config_, device_.device.str(), count_parameters(*model_)));
-  events_ = std::make_unique<io::SummaryWriter>(dir_);
-  InterruptHandler interrupt_handler;
+  if (is_writer()) {
+    std::filesystem::create_directories(dir_);
+    io::write_file_atomically(dir_ / kConfigFile,
+                              config_to_json(config_, device_.device.str(), count_parameters(*model_)));
+    events_ = std::make_unique<io::SummaryWriter>(dir_);
+  }
+  InterruptHandler interrupt_handler(ranks_ > 1);
   std::unique_ptr<DetectAnomalyGuard> anomaly;
   if (runtime_.detect_anomaly) anomaly = std::make_unique<DetectAnomalyGuard>();
   print_banner(checkpoint != nullptr);
@@ -559,10 +628,19 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
       std::optional<data::Batch> batch = next_batch();
       if (!batch) break;
       const Tensor& y = batch->target;
-      const Tensor loss = nn::functional::cross_entropy(model_->forward(batch->data), y);
+      const Tensor loss = nn::functional::cross_entropy(trained().forward(batch->data), y);
       optimizer_->zero_grad();
       loss.backward();
-      if (std::optional<std::string> bad = first_non_finite(loss)) {
+      std::optional<std::string> bad = first_non_finite(loss);
+      bool interrupted = g_interrupt_requested.load();
+      if (ranks_ > 1) {
+        // The ranks take the same decision: a gradient is the same everywhere after backward,
+        // but a loss, and a Ctrl-C, are one rank's.
+        const std::vector<bool> any = any_rank({bad.has_value(), interrupted});
+        if (any[0] && !bad) bad = "another rank's loss is not finite";
+        interrupted = any[1];
+      }
+      if (bad) {
         if (!guard_state) {
           if (++epoch_skipped_ <= kReportedSkips) {
             progress.message("step " + std::to_string(step + 1) + " of epoch " + std::to_string(epoch) + ": " + *bad +
@@ -576,7 +654,9 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
           // back, and save the state as it was before the batch.
           model_->load_state_dict(buffers_before, /*strict=*/false);
           epoch_seconds_before_ += std::chrono::duration<double>(Clock::now() - start).count();
+          gather_epoch_sums();
           failed_saves_.clear();
+          if (!is_writer()) throw Error("stopped with the job at a non-finite step; rank 0 reports it");
           attempt("the checkpoint", [&] { save_checkpoint(before, rng_before); });
           std::ostringstream message;
           message << "step " << step + 1 << " of epoch " << epoch << " (step " << global_step_ + 1
@@ -607,7 +687,7 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
       } else {
         progress.count(epoch_samples_);
       }
-      if (g_interrupt_requested.load() || (runtime_.stop_after_steps > 0 && steps_here >= runtime_.stop_after_steps)) {
+      if (interrupted || (runtime_.stop_after_steps > 0 && steps_here >= runtime_.stop_after_steps)) {
         stop = true;
         break;
       }
@@ -618,6 +698,7 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
       // Stopped on the epoch's last step, the loader stands at the epoch's end: a resumed run
       // then finds no batch left and finishes the epoch (evaluation, files) as usual.
       epoch_seconds_before_ = seconds;
+      gather_epoch_sums();
       save_files();
       retry_failed_saves();
       out_ << "interrupted in epoch " << epoch << " after step " << step << "/" << steps_per_epoch
@@ -674,6 +755,9 @@ RunConfig resolve(const TrainOptions& o) {
 }
 
 TrainResult train(const TrainOptions& options, std::ostream& out) {
+  JobScope job;
+  std::ostream silent(nullptr);
+  std::ostream& shown = is_writer() ? out : silent;
   const RunConfig config = resolve(options);
   const std::filesystem::path dir = options.out.empty() ? std::filesystem::path(default_run_dir()) : options.out;
   if (std::filesystem::exists(dir / kCheckpointFile) || std::filesystem::exists(dir / kModelFile) ||
@@ -683,11 +767,17 @@ TrainResult train(const TrainOptions& options, std::ostream& out) {
   }
   if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir))
     throw Error("--out '" + dir.string() + "' exists and is not a folder");
-  Session session(config, dir, options, out);
+  // Every rank has looked before rank 0 writes there. Only rank 0's folder name matters: the
+  // others write nothing.
+  if (job_size() > 1) distributed::barrier();
+  Session session(config, dir, options, shown);
   return session.run(nullptr);
 }
 
-TrainResult resume(const std::filesystem::path& run_dir, const TrainOptions& options, std::ostream& out) {
+TrainResult resume(const std::filesystem::path& run_dir, const TrainOptions& options, std::ostream& out_all) {
+  JobScope job;
+  std::ostream silent(nullptr);
+  std::ostream& out = is_writer() ? out_all : silent;
   RunConfig config = read_config(run_dir / kConfigFile);
   const std::filesystem::path checkpoint_path = run_dir / kCheckpointFile;
   if (!std::filesystem::exists(checkpoint_path))
