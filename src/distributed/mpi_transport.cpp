@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <list>
 #include <sstream>
 #include <thread>
@@ -132,6 +133,18 @@ std::unique_ptr<Work::State> in_pieces(const Tensor& tensor, Start&& start_piece
   return work;
 }
 
+// Open MPI's non-blocking all-reduce (coll/libnbc) picks recursive doubling or a binomial tree
+// on its own; on 2 ranks that measured 2.4x slower than its ring for 1 and 64 MiB buffers, while
+// the ring matched blocking MPI_Allreduce (bench/bench_allreduce.cpp, docs/DISTRIBUTED.md). The
+// ring's latency grows with the ranks, so larger jobs get Rabenseifner's algorithm, which is
+// bandwidth-optimal too. Read by MPI_Init, so only when ember initialises MPI, and never over the
+// user's own choice. Other MPI libraries ignore the variable.
+void choose_nonblocking_allreduce() {
+  const char* ranks = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (ranks == nullptr) return;
+  ::setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", std::atoi(ranks) <= 8 ? "1" : "3", /*overwrite=*/0);
+}
+
 }  // namespace
 
 bool mpi_built() { return true; }
@@ -140,6 +153,7 @@ Membership mpi_init() {
   int already = 0;
   check(MPI_Initialized(&already), "MPI_Initialized");
   if (!already) {
+    choose_nonblocking_allreduce();
     // Collectives may be started from any one thread at a time (the trainer's, a test's).
     int provided = 0;
     check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");

@@ -102,8 +102,7 @@ class DistributedDataParallel::Reducer {
     ready_[index] = true;
     const auto [bucket, slot] = location_[index];
     Bucket& b = buckets_[bucket];
-    const Tensor& p = params_[index];
-    b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.sizes()).copy_(p.grad());
+    copy_into_slot(b, slot, params_[index]);
     --b.pending;
     start_ready_buckets();
     // MPI moves a non-blocking collective along only inside MPI calls: poll the ones in flight.
@@ -120,28 +119,44 @@ class DistributedDataParallel::Reducer {
     }
   }
 
+  // The parameter's gradient slot in its bucket, shaped like the parameter.
+  static Tensor slot_of(const Bucket& b, size_t slot, const Tensor& p) {
+    return b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.sizes());
+  }
+
+  // After a step the gradients are views of their slots (below); a gradient accumulated into
+  // such a view is in place already.
+  static void copy_into_slot(Bucket& b, size_t slot, const Tensor& p) {
+    Tensor target = slot_of(b, slot, p);
+    const Tensor grad = p.grad();
+    if (!grad.defined()) {
+      target.zero_();
+    } else if (grad.data_ptr() != target.data_ptr()) {
+      target.copy_(grad);
+    }
+  }
+
   void finish_backward() {
     in_backward_ = false;
-    // Parameters that got no gradient on this rank contribute zeros.
+    // A parameter that got no gradient in this pass contributes what its grad() holds, or zeros.
     for (size_t i = 0; i < params_.size(); ++i) {
       if (ready_[i]) continue;
       const auto [bucket, slot] = location_[i];
-      Bucket& b = buckets_[bucket];
-      b.flat.narrow(0, b.offsets[slot], params_[i].numel()).zero_();
-      --b.pending;
+      copy_into_slot(buckets_[bucket], slot, params_[i]);
+      --buckets_[bucket].pending;
     }
     start_ready_buckets();
+    // The averages stay where the reduction left them: each grad() becomes a view of its slot
+    // (PyTorch's gradient_as_bucket_view), which saves a copy of every gradient per step. A
+    // view is only set when the gradient is not one already: a user who reads grad() sees the
+    // average, and zero_grad() (set_to_none or not) works on it as on any gradient.
     for (Bucket& b : buckets_) {
       b.work.wait();
       for (size_t s = 0; s < b.params.size(); ++s) {
         Tensor& p = params_[b.params[s]];
-        const Tensor average = b.flat.narrow(0, b.offsets[s], p.numel()).view(p.sizes());
-        Tensor grad = p.grad();
-        if (grad.defined()) {
-          grad.copy_(average);
-        } else {
-          p.set_grad(average.clone());
-        }
+        const Tensor average = slot_of(b, s, p);
+        const Tensor grad = p.grad();
+        if (!grad.defined() || grad.data_ptr() != average.data_ptr()) p.set_grad(average);
       }
     }
   }

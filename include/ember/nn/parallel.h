@@ -20,8 +20,10 @@
 /// as in PyTorch).
 ///
 /// Buckets are reduced in the same order on every rank. A parameter that received no gradient
-/// on a rank in some backward() counts as a zero gradient there (PyTorch needs
+/// on a rank in some backward() contributes what its grad() holds there, or zeros (PyTorch needs
 /// find_unused_parameters=True for that); after the reduction it has the average as its grad().
+/// The averaged gradients are views of the buckets (PyTorch's gradient_as_bucket_view=True): a
+/// copy of a gradient kept across steps must be a clone().
 #include <memory>
 #include <string>
 #include <vector>

@@ -148,3 +148,28 @@ TEST(MpiDdp, DifferentModelsOnDifferentRanksAreRefused) {
   EXPECT_THAT(error_of([&] { nn::DistributedDataParallel ddp(model); }),
               HasSubstr("every rank must wrap the same model"));
 }
+
+TEST(MpiDdp, GradientsAccumulateAcrossSyncedBackwardsWithoutZeroGrad) {
+  // After the first backward every grad() is a view of its bucket; the second accumulates into
+  // it in place, and the average of the sum is the sum of the averages.
+  const Data data = make_data(4 * world());
+  auto model = make_model(11);
+  nn::DistributedDataParallel ddp(model);
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t first = pass * 2 * world() + rank() * 2;
+    nn::functional::cross_entropy(ddp.forward(data.x.narrow(0, first, 2)), data.y.narrow(0, first, 2)).backward();
+  }
+  auto alone = make_model(11);
+  Tensor total = zeros({});
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int r = 0; r < world(); ++r) {
+      const int64_t first = pass * 2 * world() + int64_t{r} * 2;
+      total = total + nn::functional::cross_entropy(alone->forward(data.x.narrow(0, first, 2)),
+                                                    data.y.narrow(0, first, 2));
+    }
+  }
+  (total / static_cast<double>(world())).backward();
+  const auto mine = model->parameters();
+  const auto want = alone->parameters();
+  for (size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].grad(), want[i].grad(), 1e-5, 1e-6));
+}
