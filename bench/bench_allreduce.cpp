@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
       t.fill_(1.0);
       const double seconds = median_seconds(repetitions, reduce);
       const double busbw = 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes) / seconds / 1e9;
-      if (rank == 0) std::printf("%-10lld %-22s %12.3f %12.2f\n", static_cast<long long>(bytes), name, seconds * 1e3, busbw);
+      if (rank == 0)
+        std::printf("%-10lld %-22s %12.3f %12.2f\n", static_cast<long long>(bytes), name, seconds * 1e3, busbw);
     }
   }
   ember::distributed::finalize();

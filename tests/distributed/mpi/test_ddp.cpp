@@ -164,8 +164,8 @@ TEST(MpiDdp, GradientsAccumulateAcrossSyncedBackwardsWithoutZeroGrad) {
   for (int pass = 0; pass < 2; ++pass) {
     for (int r = 0; r < world(); ++r) {
       const int64_t first = pass * 2 * world() + int64_t{r} * 2;
-      total = total + nn::functional::cross_entropy(alone->forward(data.x.narrow(0, first, 2)),
-                                                    data.y.narrow(0, first, 2));
+      total =
+          total + nn::functional::cross_entropy(alone->forward(data.x.narrow(0, first, 2)), data.y.narrow(0, first, 2));
     }
   }
   (total / static_cast<double>(world())).backward();
