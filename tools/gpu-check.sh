@@ -6,7 +6,8 @@
 #   3. the whole test suite (ctest), in which the device-parity suites now run instead of skipping;
 #   4. compute-sanitizer memcheck over the device suites, when it is installed;
 #   5. one epoch of mlp and cnn with `ember train` on the GPU and on the CPU, then a table of
-#      throughput, accuracy and peak GPU memory, with the GPU/CPU speedup (LOGDIR/summary.md).
+#      throughput, accuracy and peak GPU memory, with the GPU/CPU speedup (LOGDIR/summary.md);
+#   6. with two or more GPUs and Open MPI: one cnn epoch on 2 ranks over NCCL (`mpirun -np 2`).
 # Every stage's exit status is recorded; a failed stage does not stop the later ones. The script
 # exits non-zero when any stage failed, after printing the table. Nothing is downloaded: without
 # Fashion-MNIST on disk, training is skipped (and said so).
@@ -209,6 +210,26 @@ else
       RUNS+=("$model|$role|$label|$out|${limit:-all}")
     done
   done
+fi
+
+# ---- 6. data parallelism over NCCL, on two GPUs ----
+# The NCCL transport (src/backend/cuda/nccl_transport.cpp) needs a GPU per rank: NCCL refuses two
+# ranks on one GPU. With two or more GPUs and Open MPI present, one cnn epoch on 2 ranks.
+GPUS=0
+[[ $GPU -eq 1 ]] && command -v nvidia-smi >/dev/null && GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+if [[ $GPU -eq 0 ]]; then
+  skip_stage nccl "GPU_CHECK_DEVICE=$DEVICE"
+elif [[ $GPUS -lt 2 ]]; then
+  skip_stage nccl "$GPUS GPU(s): NCCL needs one per rank, so 2 ranks need 2 GPUs"
+elif ! command -v mpirun >/dev/null; then
+  skip_stage nccl "mpirun not found (Debian: openmpi-bin libopenmpi-dev, then rebuild)"
+elif [[ -z $DATA ]]; then
+  skip_stage nccl "Fashion-MNIST not found"
+else
+  out="$LOGDIR/train-cnn-2-ranks-cuda"
+  rm -rf "$out"
+  run_stage nccl "$LOGDIR/nccl.log" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EMBER_DIST_TIMEOUT=300 \
+    mpirun -np 2 "$BUILD/ember" train --model cnn --epochs 1 --device cuda --data "$DATA" --out "$out" --progress lines
 fi
 
 # ---- the table ----
