@@ -44,6 +44,18 @@ class DistributedDataParallel::Reducer {
     return sizes;
   }
 
+  // A backward pass that threw after some hooks ran never reached its final callback: its
+  // started reductions are finished (every rank started the same ones, in the same order) and
+  // the pass's state dropped, so that the next pass starts clean. Called before each forward.
+  void recover_from_failed_backward() {
+    if (!in_backward_) return;
+    in_backward_ = false;
+    for (Bucket& b : buckets_) {
+      if (b.started) b.work.wait();
+      b.started = false;
+    }
+  }
+
  private:
   struct Bucket {
     std::vector<size_t> params;    // indices into params_
@@ -210,6 +222,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
 DistributedDataParallel::~DistributedDataParallel() = default;
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
+  reducer_->recover_from_failed_backward();
   if (options_.broadcast_buffers && distributed::world_size() > 1) {
     NoGradGuard no_grad;
     for (const Tensor& b : module_->buffers()) distributed::broadcast(b, 0);

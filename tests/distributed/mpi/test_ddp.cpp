@@ -173,3 +173,34 @@ TEST(MpiDdp, GradientsAccumulateAcrossSyncedBackwardsWithoutZeroGrad) {
   const auto want = alone->parameters();
   for (size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].grad(), want[i].grad(), 1e-5, 1e-6));
 }
+
+TEST(MpiDdp, ABackwardThatThrowsMidwayLeavesTheNextStepCorrect) {
+  // One bucket per parameter: the last layer's buckets have started when the first layer's
+  // hook throws (on every rank alike); the next forward finishes them and starts clean.
+  const Data data = make_data(4 * world());
+  auto model = make_model(13);
+  nn::DistributedDataParallel ddp(model, {.bucket_cap_mb = 1e-6});
+  auto first_weight = model->parameters().front();
+  bool armed = true;
+  HookHandle trap = register_post_accumulate_grad_hook(first_weight, [&](const Tensor&) {
+    if (armed) throw Error("injected failure");
+  });
+  const Tensor x = data.x.narrow(0, rank() * 2, 2), y = data.y.narrow(0, rank() * 2, 2);
+  EXPECT_THAT(error_of([&] { nn::functional::cross_entropy(ddp.forward(x), y).backward(); }),
+              HasSubstr("injected failure"));
+  armed = false;
+  trap.remove();
+  model->zero_grad();
+  nn::functional::cross_entropy(ddp.forward(x), y).backward();
+
+  auto alone = make_model(13);
+  Tensor total = zeros({});
+  for (int r = 0; r < world(); ++r) {
+    total = total + nn::functional::cross_entropy(alone->forward(data.x.narrow(0, int64_t{r} * 2, 2)),
+                                                  data.y.narrow(0, int64_t{r} * 2, 2));
+  }
+  (total / static_cast<double>(world())).backward();
+  const auto mine = model->parameters();
+  const auto want = alone->parameters();
+  for (size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].grad(), want[i].grad(), 1e-5, 1e-6));
+}
