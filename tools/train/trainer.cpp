@@ -66,9 +66,10 @@ class InterruptHandler {
   InterruptHandler& operator=(const InterruptHandler&) = delete;
 
  private:
-  struct sigaction previous_int_ {
-  }, previous_term_{};
-  bool installed_int_ = false, installed_term_ = false;
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
+  bool installed_int_ = false;
+  bool installed_term_ = false;
 };
 
 // ---- choices ----
