@@ -67,7 +67,7 @@ std::vector<int64_t> replica_order(const std::vector<int64_t>& epoch_order, int6
   EMBER_CHECK(rank >= 0 && rank < num_replicas, "Invalid rank ", rank, ", rank should be in the interval [0, ",
               num_replicas - 1, "]");
   const auto n = static_cast<int64_t>(epoch_order.size());
-  const int64_t per_replica = n / num_replicas + (n % num_replicas != 0 ? 1 : 0);
+  const int64_t per_replica = replica_size(n, num_replicas);
   std::vector<int64_t> shard;
   shard.reserve(static_cast<size_t>(per_replica));
   // Entry i of the padded order is epoch_order[i % n]: PyTorch pads with
@@ -210,7 +210,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   const int64_t size = dataset_->size();
   EMBER_CHECK(size >= 0, "DataLoader: the data set reports a negative size, ", size);
   // Padding gives every replica the same share, so all ranks run the same number of steps.
-  const int64_t samples = size / options_.num_replicas + (size % options_.num_replicas != 0 ? 1 : 0);
+  const int64_t samples = replica_size(size, options_.num_replicas);
   batches_per_epoch_ =
       options_.drop_last ? samples / options_.batch_size : (samples + options_.batch_size - 1) / options_.batch_size;
 }

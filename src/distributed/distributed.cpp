@@ -49,31 +49,6 @@ milliseconds timeout_from_environment() {
   return milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-std::string seconds_text(milliseconds d) {
-  std::ostringstream s;
-  s << static_cast<double>(d.count()) / 1000.0 << " s";
-  return s.str();
-}
-
-const char* op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Avg:
-      return "avg";
-    case ReduceOp::Product:
-      return "product";
-    case ReduceOp::Min:
-      return "min";
-    case ReduceOp::Max:
-      return "max";
-  }
-  return "?";
-}
-
-// "float32" rather than PyTorch's repr "torch.float32", as ember's op-context lines write it.
-std::string_view short_name(Dtype d) { return dtype_name(d).substr(dtype_name(d).find('.') + 1); }
-
 void require_usable(const char* collective) {
   EMBER_CHECK(g_world.initialized, "distributed.", collective,
               ": the process group is not initialised; call ember::distributed::init() first");
@@ -85,7 +60,7 @@ void require_usable(const char* collective) {
 void check_tensor(const char* collective, const Tensor& t) {
   ember::detail::check_defined(t, collective);
   EMBER_CHECK(t.is_contiguous(), "distributed.", collective, ": Tensors must be contiguous (got ",
-              short_name(t.dtype()), " ", ember::detail::shape_str(t.sizes()), " with strides ",
+              detail::short_dtype_name(t.dtype()), " ", ember::detail::shape_str(t.sizes()), " with strides ",
               ember::detail::shape_str(t.strides()), "); pass tensor.contiguous() and copy the result back");
   EMBER_CHECK(!(t.requires_grad() && GradMode::is_enabled()), "distributed.", collective,
               ": a tensor that requires grad cannot be changed in place; call it under NoGradGuard or on "
@@ -96,7 +71,7 @@ void check_tensor(const char* collective, const Tensor& t) {
 
 std::string describe_tensor(const Tensor& t) {
   std::ostringstream s;
-  s << short_name(t.dtype()) << " " << ember::detail::shape_str(t.sizes()) << " on " << t.device();
+  s << detail::short_dtype_name(t.dtype()) << " " << ember::detail::shape_str(t.sizes()) << " on " << t.device();
   return s.str();
 }
 
@@ -127,8 +102,8 @@ void share_cpus(int local_ranks) {
   std::string missing;
   if (g_world.uses_mpi) missing = detail::mpi_who_is_missing(state.seq, std::min(kStatusGrace, g_world.timeout));
   std::ostringstream message;
-  message << "distributed: " << state.what << " timed out after " << seconds_text(g_world.timeout) << " on rank "
-          << g_world.members.rank << " of " << g_world.members.size;
+  message << "distributed: " << state.what << " timed out after " << detail::seconds_text(g_world.timeout)
+          << " on rank " << g_world.members.rank << " of " << g_world.members.size;
   if (!missing.empty()) message << ": " << missing;
   message << ". Every rank must call the same collectives in the same order; a rank that stopped or is much "
              "slower shows up here. Raise the limit with EMBER_DIST_TIMEOUT=<seconds> or "
@@ -151,6 +126,17 @@ void wait_for(Work::State& state) {
     NoGradGuard no_grad;
     auto then = std::move(state.then);
     then();
+  }
+}
+
+// A Work dropped (destroyed or assigned over) before it finished: its buffers must outlive the
+// transport's use of them, so it is waited for. Neither place can throw: a timeout here is
+// reported by the next collective, as the group is then marked broken.
+void finish_quietly(Work::State* state) noexcept {
+  if (state == nullptr || state->finished || !g_world.broken.empty()) return;
+  try {
+    wait_for(*state);
+  } catch (...) {
   }
 }
 
@@ -187,6 +173,34 @@ bool is_half(Dtype d) { return d == kFloat16 || d == kBFloat16; }
 
 }  // namespace
 
+namespace detail {
+
+std::string_view short_dtype_name(Dtype d) { return dtype_name(d).substr(dtype_name(d).find('.') + 1); }
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Avg:
+      return "avg";
+    case ReduceOp::Product:
+      return "product";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Max:
+      return "max";
+  }
+  return "?";
+}
+
+std::string seconds_text(milliseconds d) {
+  std::ostringstream s;
+  s << static_cast<double>(d.count()) / 1000.0 << " s";
+  return s.str();
+}
+
+}  // namespace detail
+
 // ---- Work ----
 
 Work::Work() = default;
@@ -194,25 +208,12 @@ Work::Work(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Work::Work(Work&&) noexcept = default;
 Work& Work::operator=(Work&& other) noexcept {
   if (this != &other) {
-    if (state_ && !state_->finished && g_world.broken.empty()) {
-      try {
-        wait_for(*state_);
-      } catch (...) {  // a move cannot report it; the group is marked broken for the next call
-      }
-    }
+    finish_quietly(state_.get());
     state_ = std::move(other.state_);
   }
   return *this;
 }
-Work::~Work() {
-  // Its buffers must outlive the transport's use of them.
-  if (state_ && !state_->finished && g_world.broken.empty()) {
-    try {
-      wait_for(*state_);
-    } catch (...) {  // destructors do not throw; the group is marked broken for the next call
-    }
-  }
-}
+Work::~Work() { finish_quietly(state_.get()); }
 
 bool Work::is_completed() {
   EMBER_CHECK(state_ != nullptr, "distributed::Work: this Work holds no collective");
@@ -306,8 +307,8 @@ Work all_reduce_async(const Tensor& tensor, ReduceOp op) {
   check_tensor("all_reduce", tensor);
   const Dtype dtype = tensor.dtype();
   EMBER_CHECK(op != ReduceOp::Avg || is_floating_point(dtype), "distributed.all_reduce: ReduceOp::Avg needs a ",
-              "floating-point tensor, got ", short_name(dtype), "; reduce with Sum and divide");
-  Label what = label("all_reduce", tensor, op_name(op));
+              "floating-point tensor, got ", detail::short_dtype_name(dtype), "; reduce with Sum and divide");
+  Label what = label("all_reduce", tensor, detail::reduce_op_name(op));
   const int size = g_world.members.size;
   if (size == 1) return start(done(), what);
 

@@ -124,12 +124,14 @@ std::unique_ptr<Work::State> in_pieces(const Tensor& tensor, Start&& start_piece
   const int64_t n = tensor.numel();
   auto* base = static_cast<char*>(tensor.data_ptr());
   const size_t element = element_size(tensor.dtype());
-  for (int64_t first = 0; first < n || (n == 0 && first == 0); first += kMaxPiece) {
+  // At least one piece, so that an empty tensor still takes part in the collective.
+  int64_t first = 0;
+  do {
     const int count = static_cast<int>(std::min(kMaxPiece, n - first));
     work->requests.push_back(MPI_REQUEST_NULL);
     start_piece(base + static_cast<size_t>(first) * element, count, &work->requests.back());
-    if (n == 0) break;
-  }
+    first += kMaxPiece;
+  } while (first < n);
   return work;
 }
 

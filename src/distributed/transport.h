@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ember/distributed.h"
@@ -38,6 +39,14 @@ namespace detail {
 struct Membership {
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
 };
+
+// ---- how collectives' messages write things (shared by the transports) ----
+/// "float32" rather than PyTorch's repr "torch.float32", as ember's op-context lines write it.
+std::string_view short_dtype_name(Dtype d);
+/// "sum", "avg", "product", "min", "max".
+const char* reduce_op_name(ReduceOp op);
+/// "2.5 s".
+std::string seconds_text(std::chrono::milliseconds d);
 
 // ---- MPI: the job, and CPU tensors ----
 bool mpi_built();

@@ -68,6 +68,40 @@ std::vector<int64_t> ids(const Batch& batch) {
   return std::vector<int64_t>(p, p + batch.target.numel());
 }
 
+/// Runs `steps` batches of `options` without interruption (across epoch ends), saving the state
+/// after batch `save_after`; checks that it is `expected_state` and that a loader restored to it,
+/// with and without prefetching, hands out the same later batches.
+void expect_exact_resume(const std::shared_ptr<IndexDataset>& dataset, const DataLoaderOptions& options, int steps,
+                         int save_after, DataLoaderState expected_state) {
+  DataLoader reference(dataset, options);
+  DataLoaderState saved;
+  std::vector<std::vector<int64_t>> after_save;
+  for (int step = 0; step < steps; ++step) {
+    auto batch = reference.next();
+    if (!batch) batch = reference.next();  // an epoch ended
+    ASSERT_TRUE(batch.has_value());
+    if (step == save_after) saved = reference.state();
+    if (step > save_after) after_save.push_back(ids(*batch));
+  }
+  EXPECT_EQ(saved, expected_state);
+
+  for (int64_t prefetch : {0, 3}) {
+    DataLoaderOptions resumed_options = options;
+    resumed_options.prefetch = prefetch;
+    DataLoader resumed(dataset, resumed_options);
+    resumed.next();  // the resumed run may have moved before it restores the state
+    resumed.set_state(saved);
+    std::vector<std::vector<int64_t>> got;
+    while (got.size() < after_save.size()) {
+      auto batch = resumed.next();
+      if (!batch) batch = resumed.next();
+      ASSERT_TRUE(batch.has_value());
+      got.push_back(ids(*batch));
+    }
+    EXPECT_EQ(got, after_save) << "prefetch " << prefetch;
+  }
+}
+
 /// The samples of the rest of the current epoch, batch by batch.
 std::vector<std::vector<int64_t>> epoch_batches(DataLoader& loader) {
   std::vector<std::vector<int64_t>> out;
@@ -202,35 +236,8 @@ TEST(DataLoader, IsACursorAcrossLoopsAndEpochs) {
 TEST(DataLoader, ResumesExactlyFromASavedState) {
   const DataLoaderOptions options{.batch_size = 8, .shuffle = true, .seed = 77};
   auto dataset = std::make_shared<IndexDataset>(60);
-  // Reference: two and a half epochs without interruption.
-  DataLoader reference(dataset, options);
-  std::vector<std::vector<int64_t>> expected;
-  DataLoaderState saved;
-  std::vector<std::vector<int64_t>> after_save;
-  for (int step = 0; step < 2 * 8 + 5; ++step) {
-    auto batch = reference.next();
-    if (!batch) batch = reference.next();  // an epoch ended
-    ASSERT_TRUE(batch.has_value());
-    if (step == 11) saved = reference.state();
-    if (step > 11) after_save.push_back(ids(*batch));
-  }
-  EXPECT_EQ(saved, (DataLoaderState{1, 4}));
-
-  for (int64_t prefetch : {0, 3}) {
-    DataLoaderOptions resumed_options = options;
-    resumed_options.prefetch = prefetch;
-    DataLoader resumed(dataset, resumed_options);
-    resumed.next();  // the resumed run may have moved before it restores the state
-    resumed.set_state(saved);
-    std::vector<std::vector<int64_t>> got;
-    while (got.size() < after_save.size()) {
-      auto batch = resumed.next();
-      if (!batch) batch = resumed.next();
-      ASSERT_TRUE(batch.has_value());
-      got.push_back(ids(*batch));
-    }
-    EXPECT_EQ(got, after_save) << "prefetch " << prefetch;
-  }
+  // Two and a half epochs, saved after the 12th batch (in the second epoch).
+  expect_exact_resume(dataset, options, 2 * 8 + 5, 11, {1, 4});
 
   // A state saved just after an epoch's last batch resumes with that epoch's end.
   DataLoader at_end(dataset, options);
@@ -453,31 +460,7 @@ TEST(DataLoaderShards, ResumesExactlyWithinAShard) {
   auto dataset = std::make_shared<IndexDataset>(50);  // 17 samples per replica: 5 batches
   DataLoader reference(dataset, options);
   ASSERT_EQ(reference.batches_per_epoch(), 5);
-  DataLoaderState saved;
-  std::vector<std::vector<int64_t>> after_save;
-  for (int step = 0; step < 12; ++step) {
-    auto batch = reference.next();
-    if (!batch) batch = reference.next();
-    ASSERT_TRUE(batch.has_value());
-    if (step == 6) saved = reference.state();
-    if (step > 6) after_save.push_back(ids(*batch));
-  }
-  EXPECT_EQ(saved, (DataLoaderState{1, 2}));
-  for (int64_t prefetch : {0, 3}) {
-    DataLoaderOptions resumed_options = options;
-    resumed_options.prefetch = prefetch;
-    DataLoader resumed(dataset, resumed_options);
-    resumed.next();
-    resumed.set_state(saved);
-    std::vector<std::vector<int64_t>> got;
-    while (got.size() < after_save.size()) {
-      auto batch = resumed.next();
-      if (!batch) batch = resumed.next();
-      ASSERT_TRUE(batch.has_value());
-      got.push_back(ids(*batch));
-    }
-    EXPECT_EQ(got, after_save) << "prefetch " << prefetch;
-  }
+  expect_exact_resume(dataset, options, 12, 6, {1, 2});
   EXPECT_EQ(error_of([&] {
               reference.set_state({0, 6});
             }),

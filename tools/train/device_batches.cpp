@@ -22,7 +22,7 @@ DeviceBatches::DeviceBatches(const data::MNIST& set, Device device, int64_t batc
     throw Error("Invalid rank " + std::to_string(rank) + ", rank should be in the interval [0, " +
                 std::to_string(num_replicas - 1) + "]");
   }
-  samples_ = size_ / num_replicas + (size_ % num_replicas != 0 ? 1 : 0);
+  samples_ = data::replica_size(size_, num_replicas);
   batches_per_epoch_ = (samples_ + batch_size - 1) / batch_size;
   images_ = set.images().to(device);
   labels_ = set.labels().to(device);

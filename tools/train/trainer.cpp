@@ -338,8 +338,7 @@ void Session::restore(const io::Checkpoint& checkpoint) {
   auto saved_ranks_entry = checkpoint.extra.find("ranks");  // absent before distributed training existed
   const int64_t saved_ranks = saved_ranks_entry == checkpoint.extra.end() ? 1 : std::stoll(saved_ranks_entry->second);
   auto batches_for = [&](int64_t ranks) {
-    const int64_t per_rank = (train_set_->size() + ranks - 1) / ranks;
-    return (per_rank + config_.batch_size - 1) / config_.batch_size;
+    return (data::replica_size(train_set_->size(), ranks) + config_.batch_size - 1) / config_.batch_size;
   };
   const data::DataLoaderState at =
       resume_state(checkpoint.loader, saved_ranks, ranks_, batches_for(saved_ranks), batches_for(ranks_));

@@ -52,6 +52,9 @@ std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch);
 /// empty share.
 std::vector<int64_t> replica_order(const std::vector<int64_t>& epoch_order, int64_t num_replicas, int64_t rank);
 
+/// How many samples each of `num_replicas` replicas gets per epoch of `n`: ceil(n / num_replicas).
+inline int64_t replica_size(int64_t n, int64_t num_replicas) { return (n + num_replicas - 1) / num_replicas; }
+
 /// Hands out the batches of a data set, one epoch after another.
 ///
 ///   data::DataLoader loader(train_set, {.batch_size = 64, .shuffle = true, .seed = 1});

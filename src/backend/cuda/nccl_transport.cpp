@@ -87,12 +87,6 @@ struct NcclWork final : Work::State {
   bool poll() override { return true; }
 };
 
-std::string seconds_text(milliseconds d) {
-  std::ostringstream s;
-  s << static_cast<double>(d.count()) / 1000.0;
-  return s.str();
-}
-
 std::string nccl_error_text(ncclResult_t rc, ncclComm_t comm) {
   std::string text = ncclGetErrorString(rc);
   const char* last = ncclGetLastError(comm);
@@ -141,7 +135,7 @@ ncclComm_t give_up(Transport& t, Communicator& c, const std::string& message) {
 
 std::string timeout_message(const Pending& p, int device, const std::string& nccl_text) {
   return "distributed: " + p.what + " on cuda:" + std::to_string(device) + " did not finish within " +
-         seconds_text(p.timeout) + " s (NCCL: " + nccl_text +
+         seconds_text(p.timeout) + " (NCCL: " + nccl_text +
          "); a rank stopped or is much slower, or ranks called different collectives. The NCCL communicator was "
          "aborted.";
 }
@@ -243,7 +237,7 @@ int device_of(const Tensor& t) {
 
 std::string describe(const char* collective, const Tensor& t, const std::string& extra = {}) {
   std::ostringstream s;
-  s << collective << " of " << dtype_name(t.dtype()) << " " << ember::detail::shape_str(t.sizes());
+  s << collective << " of " << short_dtype_name(t.dtype()) << " " << ember::detail::shape_str(t.sizes());
   if (!extra.empty()) s << " (" << extra << ")";
   return s.str();
 }
@@ -292,22 +286,6 @@ ncclRedOp_t nccl_op(ReduceOp op, Dtype d) {
       return ncclMax;
   }
   return ncclSum;
-}
-
-const char* op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Avg:
-      return "avg";
-    case ReduceOp::Product:
-      return "product";
-    case ReduceOp::Min:
-      return "min";
-    case ReduceOp::Max:
-      return "max";
-  }
-  return "?";
 }
 
 // Queues `launch(comm, stream)`, one NCCL call, on the current stream of `device`, then an event
@@ -385,7 +363,7 @@ std::unique_ptr<Work::State> nccl_all_reduce(const Tensor& tensor, ReduceOp op, 
   const ncclRedOp_t reduction = nccl_op(op, dtype);
   const size_t count = static_cast<size_t>(wire.numel());
   void* data = wire.data_ptr();
-  auto state = enqueue("ncclAllReduce", device_of(tensor), world, describe("all_reduce", tensor, op_name(op)),
+  auto state = enqueue("ncclAllReduce", device_of(tensor), world, describe("all_reduce", tensor, reduce_op_name(op)),
                        {tensor, wire}, [&](ncclComm_t comm, cudaStream_t stream) {
                          return ncclAllReduce(data, data, count, type, reduction, comm, stream);
                        });

@@ -39,14 +39,12 @@ Tensor rank_indices(int64_t k, int64_t batch, int r, int n) {
   return tensor(idx);
 }
 
-void train(nn::Module& model, optim::Optimizer& opt, const Data& data, int64_t steps, int64_t batch, int r, int n,
-           int accumulate = 1) {
+void train(nn::Module& model, optim::Optimizer& opt, const Data& data, int64_t steps, int64_t batch, int r, int n) {
   for (int64_t k = 0; k < steps; ++k) {
     opt.zero_grad();
     const Tensor idx = rank_indices(k, batch, r, n);
     const Tensor logits = model.forward(data.x.index_select(0, idx));
     nn::functional::cross_entropy(logits, data.y.index_select(0, idx)).backward();
-    (void)accumulate;
     opt.step();
   }
 }
@@ -60,6 +58,30 @@ void expect_same_parameters(const nn::Module& a, const nn::Module& b, double tol
     EXPECT_TRUE(allclose(pa[i].second, pb[i].second, tol, tol))
         << "max difference " << (pa[i].second - pb[i].second).abs().max().item<double>();
   }
+}
+
+// Micro-batch `pass` of rank `r`: the two samples at pass * 2N + 2r.
+Data micro_batch(const Data& data, int pass, int r) {
+  const int64_t first = int64_t{pass} * 2 * world() + int64_t{r} * 2;
+  return {data.x.narrow(0, first, 2), data.y.narrow(0, first, 2)};
+}
+
+// What `model`'s gradients must be after `passes` averaged backward passes in which every rank
+// used its micro-batch: one process's gradients of the ranks' summed mean losses, over N, for
+// the same model made from `seed`.
+void expect_gradients_of_passes(const nn::Module& model, uint64_t seed, const Data& data, int passes) {
+  auto alone = make_model(seed);
+  Tensor total = zeros({});
+  for (int pass = 0; pass < passes; ++pass) {
+    for (int r = 0; r < world(); ++r) {
+      const Data batch = micro_batch(data, pass, r);
+      total = total + nn::functional::cross_entropy(alone->forward(batch.x), batch.y);
+    }
+  }
+  (total / static_cast<double>(world())).backward();
+  const auto mine = model.parameters();
+  const auto want = alone->parameters();
+  for (size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].grad(), want[i].grad(), 1e-5, 1e-6));
 }
 
 }  // namespace
@@ -104,25 +126,12 @@ TEST(MpiDdp, NoSyncAccumulatesLocallyAndTheNextSyncAveragesEverything) {
   nn::DistributedDataParallel ddp(model);
   {
     nn::NoSyncGuard no_sync(ddp);
-    nn::functional::cross_entropy(ddp.forward(data.x.narrow(0, rank() * 2, 2)), data.y.narrow(0, rank() * 2, 2))
-        .backward();
+    const Data first = micro_batch(data, 0, rank());
+    nn::functional::cross_entropy(ddp.forward(first.x), first.y).backward();
   }
-  const int64_t second = 2 * world() + rank() * 2;
-  nn::functional::cross_entropy(ddp.forward(data.x.narrow(0, second, 2)), data.y.narrow(0, second, 2)).backward();
-
-  // Alone: the sum over both micro-batches of every rank's mean loss, divided by the ranks.
-  auto alone = make_model(3);
-  Tensor total = zeros({});
-  for (int r = 0; r < world(); ++r) {
-    for (int64_t first : {int64_t{r} * 2, 2 * world() + int64_t{r} * 2}) {
-      total =
-          total + nn::functional::cross_entropy(alone->forward(data.x.narrow(0, first, 2)), data.y.narrow(0, first, 2));
-    }
-  }
-  (total / static_cast<double>(world())).backward();
-  const auto mine = model->parameters();
-  const auto want = alone->parameters();
-  for (size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].grad(), want[i].grad(), 1e-5, 1e-6));
+  const Data second = micro_batch(data, 1, rank());
+  nn::functional::cross_entropy(ddp.forward(second.x), second.y).backward();
+  expect_gradients_of_passes(*model, 3, data, 2);
 }
 
 TEST(MpiDdp, AParameterWithoutGradientOnOneRankCountsAsZero) {
@@ -156,22 +165,10 @@ TEST(MpiDdp, GradientsAccumulateAcrossSyncedBackwardsWithoutZeroGrad) {
   auto model = make_model(11);
   nn::DistributedDataParallel ddp(model);
   for (int pass = 0; pass < 2; ++pass) {
-    const int64_t first = pass * 2 * world() + rank() * 2;
-    nn::functional::cross_entropy(ddp.forward(data.x.narrow(0, first, 2)), data.y.narrow(0, first, 2)).backward();
+    const Data batch = micro_batch(data, pass, rank());
+    nn::functional::cross_entropy(ddp.forward(batch.x), batch.y).backward();
   }
-  auto alone = make_model(11);
-  Tensor total = zeros({});
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int r = 0; r < world(); ++r) {
-      const int64_t first = pass * 2 * world() + int64_t{r} * 2;
-      total =
-          total + nn::functional::cross_entropy(alone->forward(data.x.narrow(0, first, 2)), data.y.narrow(0, first, 2));
-    }
-  }
-  (total / static_cast<double>(world())).backward();
-  const auto mine = model->parameters();
-  const auto want = alone->parameters();
-  for (size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].grad(), want[i].grad(), 1e-5, 1e-6));
+  expect_gradients_of_passes(*model, 11, data, 2);
 }
 
 TEST(MpiDdp, ABackwardThatThrowsMidwayLeavesTheNextStepCorrect) {
@@ -185,22 +182,12 @@ TEST(MpiDdp, ABackwardThatThrowsMidwayLeavesTheNextStepCorrect) {
   HookHandle trap = register_post_accumulate_grad_hook(first_weight, [&](const Tensor&) {
     if (armed) throw Error("injected failure");
   });
-  const Tensor x = data.x.narrow(0, rank() * 2, 2), y = data.y.narrow(0, rank() * 2, 2);
-  EXPECT_THAT(error_of([&] { nn::functional::cross_entropy(ddp.forward(x), y).backward(); }),
+  const Data batch = micro_batch(data, 0, rank());
+  EXPECT_THAT(error_of([&] { nn::functional::cross_entropy(ddp.forward(batch.x), batch.y).backward(); }),
               HasSubstr("injected failure"));
   armed = false;
   trap.remove();
   model->zero_grad();
-  nn::functional::cross_entropy(ddp.forward(x), y).backward();
-
-  auto alone = make_model(13);
-  Tensor total = zeros({});
-  for (int r = 0; r < world(); ++r) {
-    total = total + nn::functional::cross_entropy(alone->forward(data.x.narrow(0, int64_t{r} * 2, 2)),
-                                                  data.y.narrow(0, int64_t{r} * 2, 2));
-  }
-  (total / static_cast<double>(world())).backward();
-  const auto mine = model->parameters();
-  const auto want = alone->parameters();
-  for (size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].grad(), want[i].grad(), 1e-5, 1e-6));
+  nn::functional::cross_entropy(ddp.forward(batch.x), batch.y).backward();
+  expect_gradients_of_passes(*model, 13, data, 1);
 }
