@@ -1,0 +1,58 @@
+// One training step of the two `ember train` networks, in-process: zero_grad, forward,
+// cross-entropy, backward and the optimizer's update on a fixed batch of 64 random images, with
+// no data loading, logging or checks around it. This is the part of `ember train`'s time that the
+// library owns, and the program to profile it with (docs/PERFORMANCE.md §6):
+//
+//   perf record -g build-cpu/bench/bench_train_step --benchmark_filter=mlp --benchmark_min_time=5
+//
+// The recipes are those of bench/compare_pytorch.sh: mlp with SGD (lr 1e-3), cnn with Adadelta
+// (lr 1.0), batch 64. "+check" adds what the trainer does per step beyond that: reading the loss
+// and one sum per gradient to tell whether the step is finite.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "ember/ember.h"
+#include "ember/nn/functional.h"
+#include "ember/optim/optimizers.h"
+#include "train/models.h"
+
+namespace {
+
+constexpr int64_t kBatch = 64;
+
+std::unique_ptr<ember::optim::Optimizer> make_optimizer(const std::string& model, std::vector<ember::Tensor> params) {
+  if (model == "mlp")
+    return std::make_unique<ember::optim::SGD>(std::move(params), ember::optim::SGDOptions{.lr = 1e-3});
+  return std::make_unique<ember::optim::Adadelta>(std::move(params), ember::optim::AdadeltaOptions{.lr = 1.0});
+}
+
+void train_step(benchmark::State& state, const std::string& model_name, bool check) {
+  ember::manual_seed(0);
+  const std::shared_ptr<ember::nn::Module> model = ember::train::make_model(model_name);
+  model->train();
+  const std::vector<ember::Tensor> params = model->parameters();
+  const std::unique_ptr<ember::optim::Optimizer> optimizer = make_optimizer(model_name, params);
+  const ember::Tensor images = ember::randn({kBatch, 1, 28, 28});
+  const ember::Tensor labels = ember::randint(10, {kBatch});
+  double finite_sum = 0;
+  for (auto _ : state) {
+    const ember::Tensor loss = ember::nn::functional::cross_entropy(model->forward(images), labels);
+    optimizer->zero_grad();
+    loss.backward();
+    if (check) {
+      finite_sum += loss.item<double>();
+      for (const ember::Tensor& p : params) finite_sum += p.grad().sum().item<double>();
+    }
+    optimizer->step();
+  }
+  benchmark::DoNotOptimize(finite_sum);
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK_CAPTURE(train_step, mlp, std::string("mlp"), false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(train_step, mlp + check, std::string("mlp"), true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(train_step, cnn, std::string("cnn"), false)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
