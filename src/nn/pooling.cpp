@@ -70,20 +70,24 @@ void check_floating(const Tensor& input, const char* op) {
 }
 
 // Runs the backend on a 4-D contiguous copy of `input` and records `grad_name` when needed.
+// want_indices: max pooling returns its indices to the caller; otherwise they are made only
+// when the backward pass will need them (an evaluation pass skips a write of 8 bytes per output).
 std::pair<Tensor, Tensor> run_pool(const Tensor& input, const Pool2dArgs& args, int64_t out_h, int64_t out_w,
-                                   const char* grad_name) {
+                                   const char* grad_name, bool want_indices = false) {
+  const bool records = autograd::needs_grad({&input});
   const bool batched = input.dim() == 4;
   const Tensor x4 = (batched ? input : input.unsqueeze(0)).contiguous();
   const int64_t n = x4.size(0), c = x4.size(1);
   Tensor out4 = detail::make_tensor({n, c, out_h, out_w}, input.dtype(), input.device());
   Tensor idx4;
-  if (args.kind == PoolKind::Max) idx4 = detail::make_tensor({n, c, out_h, out_w}, kInt64, input.device());
+  if (args.kind == PoolKind::Max && (want_indices || records))
+    idx4 = detail::make_tensor({n, c, out_h, out_w}, kInt64, input.device());
   backend_for(input.device()).pool2d(view_of(x4), view_of(out4), idx4.defined() ? view_of(idx4) : TensorView{}, args);
   const std::vector<int64_t> out_sizes =
       batched ? std::vector<int64_t>{n, c, out_h, out_w} : std::vector<int64_t>{c, out_h, out_w};
   Tensor out = batched ? out4 : out4.view(out_sizes);
   Tensor indices = !idx4.defined() || batched ? idx4 : idx4.view(out_sizes);
-  if (autograd::needs_grad({&input})) {
+  if (records) {
     const std::vector<int64_t> in4 = x4.sizes().vec(), in_sizes = input.sizes().vec();
     const Dtype dtype = input.dtype();
     const Device device = input.device();
@@ -102,7 +106,7 @@ std::pair<Tensor, Tensor> run_pool(const Tensor& input, const Pool2dArgs& args, 
 }
 
 std::pair<Tensor, Tensor> max_pool_impl(const Tensor& input, IntList kernel_size, IntList stride, IntList padding,
-                                        IntList dilation, bool ceil_mode) {
+                                        IntList dilation, bool ceil_mode, bool want_indices) {
   detail::check_defined(input, "max_pool2d");
   EMBER_CHECK(kernel_size.size() == 1 || kernel_size.size() == 2,
               "max_pool2d: kernel_size must either be a single int, or a tuple of two ints");
@@ -123,7 +127,7 @@ std::pair<Tensor, Tensor> max_pool_impl(const Tensor& input, IntList kernel_size
   const int64_t out_w = pooled_size(input.size(-1), a.kernel[1], a.padding[1], a.stride[1], a.dilation[1], ceil_mode);
   check_pool_shape(input, a, out_h, out_w);
   check_floating(input, "max_pool2d");
-  return run_pool(input, a, out_h, out_w, "MaxPool2DWithIndicesBackward0");
+  return run_pool(input, a, out_h, out_w, "MaxPool2DWithIndicesBackward0", want_indices);
 }
 
 }  // namespace
@@ -131,12 +135,12 @@ std::pair<Tensor, Tensor> max_pool_impl(const Tensor& input, IntList kernel_size
 Tensor max_pool2d(const Tensor& input, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
                   bool ceil_mode) {
   ember::detail::OpContext context("max_pool2d", {{"input", &input}});
-  return max_pool_impl(input, kernel_size, stride, padding, dilation, ceil_mode).first;
+  return max_pool_impl(input, kernel_size, stride, padding, dilation, ceil_mode, /*want_indices=*/false).first;
 }
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntList kernel_size, IntList stride,
                                                    IntList padding, IntList dilation, bool ceil_mode) {
-  auto [out, indices] = max_pool_impl(input, kernel_size, stride, padding, dilation, ceil_mode);
+  auto [out, indices] = max_pool_impl(input, kernel_size, stride, padding, dilation, ceil_mode, /*want_indices=*/true);
   return {out, indices};
 }
 

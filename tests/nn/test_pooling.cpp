@@ -173,6 +173,59 @@ TEST(PoolSemantics, ParallelPlanesMatchSerial) {
   }
 }
 
+// Kernel 2, stride 2 without padding has its own vectorised loop on the CPU. It must follow the
+// general rule exactly: taps in row-major order, the first strict maximum wins a tie, a NaN wins
+// and a later NaN replaces an earlier one, an all -inf window reports its first tap, and the
+// last row and column of an odd-sized input are dropped. Checked against that rule written out
+// here, for each floating dtype, with and without indices (a no-grad forward skips them).
+TEST(PoolMax, Plain2x2WindowsFollowTheTapRule) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  manual_seed(5);
+  // 2 x 3 planes of 7 x 41: a row of 20 windows spans a 16-wide vector and a remainder.
+  Tensor x = randint(-3, 4, {2, 3, 7, 41}, TensorOptions().dtype(kFloat64));  // many ties
+  double* v = x.data_ptr<double>();
+  const int64_t plane = 7 * 41;
+  for (int64_t i = 0; i < x.numel(); i += 13) v[i] = nan;
+  for (int64_t i = 5; i < x.numel(); i += 17) v[i] = nan;
+  for (int64_t p = 0; p < 6; ++p) {  // an all -inf window, and one with -inf then a NaN
+    v[p * plane + 0] = v[p * plane + 1] = v[p * plane + 41] = v[p * plane + 42] = -inf;
+    v[p * plane + 2] = -inf;
+    v[p * plane + 44] = nan;
+  }
+  for (const Dtype dtype : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor input = x.to(dtype);
+    auto [out, indices] = F::max_pool2d_with_indices(input, {2});
+    ASSERT_EQ(out.sizes().vec(), (std::vector<int64_t>{2, 3, 3, 20}));
+    const Tensor values = out.to(kFloat64).contiguous();
+    const Tensor rounded = input.to(kFloat64).contiguous();  // what the pooling saw
+    const double* in = rounded.data_ptr<double>();
+    for (int64_t p = 0; p < 6; ++p) {
+      for (int64_t oh = 0; oh < 3; ++oh) {
+        for (int64_t ow = 0; ow < 20; ++ow) {
+          int64_t best_at = 2 * oh * 41 + 2 * ow;
+          double best = -inf;
+          for (int64_t ih = 2 * oh; ih < 2 * oh + 2; ++ih) {
+            for (int64_t iw = 2 * ow; iw < 2 * ow + 2; ++iw) {
+              const double t = in[p * plane + ih * 41 + iw];
+              if (t > best || std::isnan(t)) {
+                best = t;
+                best_at = ih * 41 + iw;
+              }
+            }
+          }
+          const int64_t o = p * 60 + oh * 20 + ow;
+          ASSERT_EQ(indices.data_ptr<int64_t>()[o], best_at) << "plane " << p << " window " << oh << "," << ow;
+          const double got = values.data_ptr<double>()[o];
+          EXPECT_TRUE(std::isnan(best) ? std::isnan(got) : got == best) << got << " vs " << best;
+        }
+      }
+    }
+    NoGradGuard no_grad;
+    EXPECT_TRUE(allclose(F::max_pool2d(input, {2}), out, 0, 0, /*equal_nan=*/true));
+  }
+}
+
 TEST(PoolErrors, PyTorchMessages) {
   const Tensor x = randn({1, 3, 4, 4});
   EXPECT_EQ(error_of([&] { F::max_pool2d(x, {3}, {}, {2}); }),

@@ -76,9 +76,62 @@ AvgWindow avg_window(const Pool2dArgs& a, const Planes& p, int64_t oh, int64_t o
   return {h0, h1, w0, w1, divisor};
 }
 
+// Whether every window is the 2x2 block at (2*oh, 2*ow): kernel 2, stride 2, no padding, no
+// dilation, and no ceil_mode window hanging over the edge. The CNNs of the examples pool this
+// way, and this shape gets its own loop (max_plane_2x2).
+bool is_plain_2x2(const Pool2dArgs& a, const Planes& p) {
+  return a.kernel[0] == 2 && a.kernel[1] == 2 && a.stride[0] == 2 && a.stride[1] == 2 && a.padding[0] == 0 &&
+         a.padding[1] == 0 && a.dilation[0] == 1 && a.dilation[1] == 1 && 2 * p.out_h <= p.in_h &&
+         2 * p.out_w <= p.in_w;
+}
+
+// max_plane for plain 2x2 windows: the same taps in the same order, with the same NaN rule,
+// written without the general window arithmetic so that GCC vectorises it (the general loop
+// took about 4 ns per tap, a fifth of the MNIST CNN's training step). A row is done in chunks:
+// one loop finds each window's maximum and which of its 4 taps that is, as a 32-bit number (as
+// wide as a float lane), and a second turns the tap numbers into int64 indices; GCC vectorises
+// neither loop when they are one.
+template <typename T>
+void max_plane_2x2(const T* x, T* y, int64_t* idx, const Planes& p) {
+  using S = compute_t<T>;
+  constexpr int64_t kChunk = 256;
+  int32_t taps_won[kChunk];
+  for (int64_t oh = 0; oh < p.out_h; ++oh) {
+    const int64_t top = 2 * oh * p.in_w;
+    const T* r0 = x + top;
+    const T* r1 = r0 + p.in_w;
+    for (int64_t begin = 0; begin < p.out_w; begin += kChunk) {
+      const int64_t n = std::min(kChunk, p.out_w - begin);
+      const T* a = r0 + 2 * begin;
+      const T* b = r1 + 2 * begin;
+      T* out = y + oh * p.out_w + begin;
+      for (int64_t j = 0; j < n; ++j) {
+        // The first tap beats -inf unless it is -inf, whose index is the first tap's anyway.
+        S best = static_cast<S>(a[2 * j]);
+        int32_t at = 0;
+        const S rest[3] = {static_cast<S>(a[2 * j + 1]), static_cast<S>(b[2 * j]), static_cast<S>(b[2 * j + 1])};
+        for (int32_t k = 0; k < 3; ++k) {
+          const bool take = (rest[k] > best) | (rest[k] != rest[k]);
+          best = take ? rest[k] : best;
+          at = take ? k + 1 : at;
+        }
+        out[j] = T(best);
+        taps_won[j] = at;
+      }
+      if (idx == nullptr) continue;
+      int64_t* out_index = idx + oh * p.out_w + begin;
+      const int64_t first = top + 2 * begin;
+      for (int64_t j = 0; j < n; ++j) {
+        out_index[j] = first + 2 * j + (taps_won[j] >> 1) * p.in_w + (taps_won[j] & 1);
+      }
+    }
+  }
+}
+
 template <typename T>
 void max_plane(const T* x, T* y, int64_t* idx, const Pool2dArgs& a, const Planes& p) {
   using S = compute_t<T>;
+  if (is_plain_2x2(a, p)) return max_plane_2x2(x, y, idx, p);
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
     int64_t h0 = oh * a.stride[0] - a.padding[0];
     const int64_t h1 = std::min(h0 + (a.kernel[0] - 1) * a.dilation[0] + 1, p.in_h);
@@ -220,7 +273,8 @@ void CpuBackend::pool2d_backward(const TensorView& grad_out, const TensorView& i
     // Checked here, once, because an exception cannot leave the parallel loop below.
     const int64_t* is = indices.ptr<const int64_t>();
     const int64_t limit = grad_x.sizes[2] * grad_x.sizes[3];
-    for (int64_t o = 0; o < indices.numel(); ++o) {
+    const int64_t count = indices.numel();
+    for (int64_t o = 0; o < count; ++o) {
       EMBER_CHECK(is[o] >= 0 && is[o] < limit, "[", op, "] index ", is[o], " is out of range for a plane of ", limit,
                   " elements");
     }
