@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -141,6 +142,22 @@ io::NamedTensors named(const nn::StateDict& state) {
   return tensors;
 }
 
+// How many batches a loader thread prepares ahead of the step. On a GPU, or when the step's CPU
+// threads leave a core free, loading overlaps the step. When they occupy every core (this
+// rank's threads times the ranks on the machine), a loader thread can run only by preempting one
+// of them, and the step's next OpenMP barrier then waits for the preempted thread: one mlp epoch
+// on 2 threads and 2 cores ran 8-15% faster with the batch loaded in place (docs/PERFORMANCE.md
+// §6). Loading an MNIST batch in place costs microseconds.
+int64_t prefetch_batches(Device device, int64_t ahead) {
+  if (!device.is_cpu()) return ahead;
+  cpu_set_t allowed;
+  const int cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0
+                       ? CPU_COUNT(&allowed)
+                       : static_cast<int>(std::thread::hardware_concurrency());
+  const int busy = get_num_threads() * std::max(1, job_size() > 1 ? distributed::local_world_size() : 1);
+  return busy < cpus ? ahead : 0;
+}
+
 std::string data_dir(const std::string& data) { return data.empty() ? std::string(data::kFashionMnistDir) : data; }
 
 // In a job, rank r evaluates batches r, r + N, ... and the sums are added over the ranks, so
@@ -148,7 +165,7 @@ std::string data_dir(const std::string& data) { return data.empty() ? std::strin
 EvalResult evaluate(nn::Module& model, const std::shared_ptr<const data::MNIST>& test_set, Device device) {
   NoGradGuard no_grad;
   model.eval();
-  data::DataLoader loader(test_set, {.batch_size = kTestBatch, .prefetch = 1});
+  data::DataLoader loader(test_set, {.batch_size = kTestBatch, .prefetch = prefetch_batches(device, 1)});
   EvalResult result;
   const int64_t ranks = job_size(), rank = job_rank();
   int64_t index = 0;
@@ -276,11 +293,13 @@ void Session::build() {
     device_batches_ = std::make_unique<DeviceBatches>(*train_set_, device_.device, config_.batch_size, config_.seed,
                                                       ranks_, job_rank());
   } else {
-    loader_ = std::make_unique<data::DataLoader>(train_set_, data::DataLoaderOptions{.batch_size = config_.batch_size,
-                                                                                     .shuffle = true,
-                                                                                     .seed = config_.seed,
-                                                                                     .num_replicas = ranks_,
-                                                                                     .rank = job_rank()});
+    loader_ = std::make_unique<data::DataLoader>(
+        train_set_, data::DataLoaderOptions{.batch_size = config_.batch_size,
+                                            .shuffle = true,
+                                            .seed = config_.seed,
+                                            .num_replicas = ranks_,
+                                            .rank = job_rank(),
+                                            .prefetch = prefetch_batches(device_.device, 2)});
   }
 }
 
