@@ -192,11 +192,16 @@ class Tensor {
   std::string str() const;
 
   /// Internal: the implementation, for ember's own code.
-  detail::TensorImpl& impl() const;
+  detail::TensorImpl& impl() const {
+    if (!impl_) [[unlikely]]
+      fail_undefined();
+    return *impl_;
+  }
   const std::shared_ptr<detail::TensorImpl>& impl_ptr() const { return impl_; }
 
  private:
   void check_dtype_for_access(Dtype requested) const;
+  [[noreturn]] static void fail_undefined();
   std::shared_ptr<detail::TensorImpl> impl_;
 };
 

@@ -87,7 +87,7 @@ std::shared_ptr<Node> gradient_node(const Tensor& t) {
 
 }  // namespace
 
-void record(Tensor& output, const char* name, const std::vector<const Tensor*>& inputs, BackwardFn backward) {
+void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->name = name;
   node->backward = std::move(backward);
@@ -335,7 +335,7 @@ HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulate
 
 std::string Tensor::grad_fn_name() const {
   const auto& meta = impl().autograd;
-  return meta && meta->grad_fn ? meta->grad_fn->name : std::string();
+  return meta && meta->grad_fn ? std::string(meta->grad_fn->name) : std::string();
 }
 
 }  // namespace ember

@@ -5,11 +5,15 @@
 // op's output to the gradients of its inputs; `record` then sums them down to each input's
 // broadcast shape and casts them to its dtype, so backward functions never deal with either.
 // Leaves get an accumulator node that adds into their grad().
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/autograd.h"
@@ -32,15 +36,63 @@ struct InputMeta {
 
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
 
+/// A vector with room for N elements inside it, so that a node over one or two inputs (nearly
+/// every op) records without allocating its per-input lists. Past N it moves to the heap.
+template <typename T, size_t N>
+class InlineVector {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* data() { return spilled_ ? heap_.data() : inline_.data(); }
+  const T* data() const { return spilled_ ? heap_.data() : inline_.data(); }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  T* begin() { return data(); }
+  T* end() { return data() + size_; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+
+  void reserve(size_t n) {
+    if (n <= N && !spilled_) return;
+    spill(n);
+    heap_.reserve(n);
+  }
+  void push_back(T value) {
+    if (!spilled_ && size_ < N) {
+      inline_[size_++] = std::move(value);
+      return;
+    }
+    spill(size_ + 1);
+    heap_.push_back(std::move(value));
+    ++size_;
+  }
+
+ private:
+  void spill(size_t capacity) {
+    if (spilled_) return;
+    heap_.reserve(capacity > 2 * N ? capacity : 2 * N);
+    for (size_t i = 0; i < size_; ++i) {
+      heap_.push_back(std::move(inline_[i]));
+      inline_[i] = T();
+    }
+    spilled_ = true;
+  }
+
+  std::array<T, N> inline_{};
+  std::vector<T> heap_;
+  size_t size_ = 0;
+  bool spilled_ = false;
+};
+
 struct Node {
-  std::string name;             // "MulBackward0", as PyTorch names it; "AccumulateGrad" for leaves
-  std::vector<Edge> next;       // one per input, in order
-  std::vector<InputMeta> inputs;
-  BackwardFn backward;          // empty once released
+  const char* name = "";       // "MulBackward0", as PyTorch names it; "AccumulateGrad" for leaves
+  InlineVector<Edge, 2> next;  // one per input, in order
+  InlineVector<InputMeta, 2> inputs;
+  BackwardFn backward;  // empty once released
   bool released = false;
   bool accumulates = false;                // an AccumulateGrad node of a leaf
   std::weak_ptr<detail::TensorImpl> leaf;  // the leaf it accumulates into
-  uint64_t sequence_nr = 0;     // creation order: later nodes run first when both are ready
+  uint64_t sequence_nr = 0;                // creation order: later nodes run first when both are ready
 };
 
 /// A tensor kept for backward, with the version it had when saved, so that an in-place change
@@ -60,8 +112,15 @@ class SavedTensor {
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 bool needs_grad(const std::vector<Tensor>& inputs);
 
-/// Makes `output` the result of a node named `name` over `inputs` with `backward`.
-void record(Tensor& output, const char* name, const std::vector<const Tensor*>& inputs, BackwardFn backward);
+/// Makes `output` the result of a node named `name` (a string literal: the node keeps the
+/// pointer) over `inputs` with `backward`.
+void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward);
+inline void record(Tensor& output, const char* name, std::initializer_list<const Tensor*> inputs, BackwardFn backward) {
+  record(output, name, std::span<const Tensor* const>(inputs.begin(), inputs.size()), std::move(backward));
+}
+inline void record(Tensor& output, const char* name, const std::vector<const Tensor*>& inputs, BackwardFn backward) {
+  record(output, name, std::span<const Tensor* const>(inputs), std::move(backward));
+}
 
 /// Sums `grad` down to `sizes` (undoing broadcasting).
 Tensor sum_to(const Tensor& grad, IntList sizes);
@@ -72,8 +131,8 @@ Tensor sum_to(const Tensor& grad, IntList sizes);
 struct AutogradMeta {
   bool requires_grad = false;  // set on leaves by requires_grad_()
   Tensor grad;
-  std::shared_ptr<autograd::Node> grad_fn;      // set on results of recorded ops
-  std::weak_ptr<autograd::Node> accumulator;    // a leaf's AccumulateGrad, shared by all its uses
+  std::shared_ptr<autograd::Node> grad_fn;    // set on results of recorded ops
+  std::weak_ptr<autograd::Node> accumulator;  // a leaf's AccumulateGrad, shared by all its uses
   std::vector<std::pair<uint64_t, PostAccumulateGradHook>> post_accumulate_hooks;  // by registration id
 };
 

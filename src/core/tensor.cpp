@@ -104,10 +104,7 @@ void check_defined(const Tensor& t, const char* op) {
 using detail::make_view;
 using detail::wrap_dim;
 
-detail::TensorImpl& Tensor::impl() const {
-  if (!impl_) detail::fail("Tensor is undefined: it was default-constructed and never assigned");
-  return *impl_;
-}
+void Tensor::fail_undefined() { detail::fail("Tensor is undefined: it was default-constructed and never assigned"); }
 
 int64_t Tensor::size(int64_t d) const { return impl().sizes[wrap_dim(d, dim())]; }
 int64_t Tensor::stride(int64_t d) const { return impl().strides[wrap_dim(d, dim())]; }

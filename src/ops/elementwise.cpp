@@ -30,7 +30,8 @@ using autograd::SavedTensor;
 // Backward formulas of the arithmetic binary ops. Gradients come back in the output's shape and
 // dtype; autograd::record sums them down to each input's shape and casts them to its dtype.
 void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
-  SavedTensor sa(a), sb(b);
+  // Only the backward functions that read the inputs save them (saving one that needs no grad
+  // makes a detached alias).
   switch (op) {
     case BinaryOp::Add:
       autograd::record(out, "AddBackward0", {&a, &b}, [](const Tensor& g) { return std::vector<Tensor>{g, g}; });
@@ -39,12 +40,12 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
       autograd::record(out, "SubBackward0", {&a, &b}, [](const Tensor& g) { return std::vector<Tensor>{g, -g}; });
       return;
     case BinaryOp::Mul:
-      autograd::record(out, "MulBackward0", {&a, &b}, [sa, sb](const Tensor& g) {
+      autograd::record(out, "MulBackward0", {&a, &b}, [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
         return std::vector<Tensor>{g * sb.get(), g * sa.get()};
       });
       return;
     case BinaryOp::Div:
-      autograd::record(out, "DivBackward0", {&a, &b}, [sa, sb](const Tensor& g) {
+      autograd::record(out, "DivBackward0", {&a, &b}, [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
         Tensor x = sa.get(), y = sb.get();
         return std::vector<Tensor>{g / y, -g * x / (y * y)};
       });
@@ -54,7 +55,7 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
       const bool is_max = op == BinaryOp::Maximum;
       // The larger (smaller) input gets the gradient; ties split it evenly, as PyTorch does.
       autograd::record(out, is_max ? "MaximumBackward0" : "MinimumBackward0", {&a, &b},
-                       [sa, sb, is_max](const Tensor& g) {
+                       [sa = SavedTensor(a), sb = SavedTensor(b), is_max](const Tensor& g) {
                          Tensor x = sa.get(), y = sb.get();
                          Tensor wins = (is_max ? gt(x, y) : lt(x, y)).to(g.dtype());
                          Tensor ties = eq(x, y).to(g.dtype()) * 0.5;
@@ -65,7 +66,7 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
     }
     case BinaryOp::Pow:
       autograd::record(out, b.dim() == 0 && !b.requires_grad() ? "PowBackward0" : "PowBackward1", {&a, &b},
-                       [sa, sb](const Tensor& g) {
+                       [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
                          Tensor x = sa.get(), y = sb.get();
                          Tensor ga = g * y * pow(x, y - 1);
                          Tensor gb = y.requires_grad() ? g * pow(x, y) * log(x) : Tensor();
@@ -80,8 +81,9 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
 Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted);
 
 void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
-  SavedTensor sx(x), sout(out);
-  auto rec = [&](const char* name, std::function<Tensor(const Tensor&)> f) {
+  // The backward formula is stored as is (no std::function inside the node's std::function);
+  // x and out are saved only by the formulas that read them.
+  auto rec = [&](const char* name, auto f) {
     autograd::record(out, name, {&x}, [f = std::move(f)](const Tensor& g) { return std::vector<Tensor>{f(g)}; });
   };
   constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
@@ -90,56 +92,57 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       rec("NegBackward0", [](const Tensor& g) { return -g; });
       return;
     case UnaryOp::Abs:
-      rec("AbsBackward0", [sx](const Tensor& g) {
+      rec("AbsBackward0", [sx = SavedTensor(x)](const Tensor& g) {
         Tensor v = sx.get();
         return g * (gt(v, zeros_like(v)).to(g.dtype()) - lt(v, zeros_like(v)).to(g.dtype()));
       });
       return;
     case UnaryOp::Exp:
-      rec("ExpBackward0", [sout](const Tensor& g) { return g * sout.get(); });
+      rec("ExpBackward0", [sout = SavedTensor(out)](const Tensor& g) { return g * sout.get(); });
       return;
     case UnaryOp::Log:
-      rec("LogBackward0", [sx](const Tensor& g) { return g / sx.get(); });
+      rec("LogBackward0", [sx = SavedTensor(x)](const Tensor& g) { return g / sx.get(); });
       return;
     case UnaryOp::Sqrt:
-      rec("SqrtBackward0", [sout](const Tensor& g) { return g / (2 * sout.get()); });
+      rec("SqrtBackward0", [sout = SavedTensor(out)](const Tensor& g) { return g / (2 * sout.get()); });
       return;
     case UnaryOp::Rsqrt:
-      rec("RsqrtBackward0", [sout](const Tensor& g) {
+      rec("RsqrtBackward0", [sout = SavedTensor(out)](const Tensor& g) {
         Tensor r = sout.get();
         return -0.5 * g * r * r * r;
       });
       return;
     case UnaryOp::Sin:
-      rec("SinBackward0", [sx](const Tensor& g) { return g * cos(sx.get()); });
+      rec("SinBackward0", [sx = SavedTensor(x)](const Tensor& g) { return g * cos(sx.get()); });
       return;
     case UnaryOp::Cos:
-      rec("CosBackward0", [sx](const Tensor& g) { return -g * sin(sx.get()); });
+      rec("CosBackward0", [sx = SavedTensor(x)](const Tensor& g) { return -g * sin(sx.get()); });
       return;
     case UnaryOp::Tanh:
-      rec("TanhBackward0", [sout](const Tensor& g) {
+      rec("TanhBackward0", [sout = SavedTensor(out)](const Tensor& g) {
         Tensor t = sout.get();
         return g * (1 - t * t);
       });
       return;
     case UnaryOp::Erf:
-      rec("ErfBackward0", [sx](const Tensor& g) {
+      rec("ErfBackward0", [sx = SavedTensor(x)](const Tensor& g) {
         Tensor v = sx.get();
         return g * (2 * kInvSqrt2Pi * std::numbers::sqrt2) * exp(-(v * v));
       });
       return;
     case UnaryOp::Sigmoid:
-      rec("SigmoidBackward0", [sout](const Tensor& g) {
+      rec("SigmoidBackward0", [sout = SavedTensor(out)](const Tensor& g) {
         Tensor s = sout.get();
         return g * s * (1 - s);
       });
       return;
     case UnaryOp::Relu:
-      rec("ReluBackward0",
-          [sout](const Tensor& g) { return binary_impl(BinaryOp::ThresholdBackward, g, sout.get(), g.dtype()); });
+      rec("ReluBackward0", [sout = SavedTensor(out)](const Tensor& g) {
+        return binary_impl(BinaryOp::ThresholdBackward, g, sout.get(), g.dtype());
+      });
       return;
     case UnaryOp::Gelu:
-      rec("GeluBackward0", [sx](const Tensor& g) {
+      rec("GeluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
         Tensor v = sx.get();
         Tensor cdf = 0.5 * (1 + erf(v * (1 / std::numbers::sqrt2)));
         Tensor pdf = exp(-0.5 * v * v) * kInvSqrt2Pi;
@@ -147,7 +150,7 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       });
       return;
     case UnaryOp::GeluTanh:
-      rec("GeluBackward0", [sx](const Tensor& g) {
+      rec("GeluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
         Tensor v = sx.get();
         const double beta = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, kappa = 0.044715;
         Tensor inner = beta * (v + kappa * v * v * v);
@@ -157,7 +160,7 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       });
       return;
     case UnaryOp::Silu:
-      rec("SiluBackward0", [sx](const Tensor& g) {
+      rec("SiluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
         Tensor v = sx.get();
         Tensor s = sigmoid(v);
         return g * s * (1 + v * (1 - s));
