@@ -190,6 +190,20 @@ TEST(CpuMatmul, MlpShapesFloat32) {
   check_shape<float>(1, 64, 512, 512, Layout::RowMajor, Layout::RowMajor);
 }
 
+// On several threads, float32 x @ w.t() products of at least 64^3 multiply-adds go to oneDNN's
+// matmul primitive (cached per geometry) instead of sgemm: the same answers, on first use and
+// from the cache, batched or not.
+TEST(CpuMatmul, TransposedRightOperandOnTwoThreads) {
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(2);
+  for (int round = 0; round < 2; ++round) {
+    check_shape<float>(1, 64, 784, 512, Layout::RowMajor, Layout::Transposed, 3 + round);
+    check_shape<float>(1, 65, 70, 66, Layout::RowMajor, Layout::Transposed, 5 + round);
+    check_shape<float>(3, 64, 64, 64, Layout::RowMajor, Layout::Transposed, 7 + round);
+  }
+  omp_set_num_threads(before);
+}
+
 TEST(CpuMatmul, Batched) {
   check_shape<float>(4, 33, 47, 29, Layout::RowMajor, Layout::Transposed);
   check_shape<float>(50, 3, 4, 5, Layout::Transposed, Layout::RowMajor);  // small: threaded over the batch

@@ -21,6 +21,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/defer_signals.h"
 #include "backend/cpu/dispatch.h"
+#include "backend/cpu/onednn_matmul.h"
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
 
@@ -164,11 +165,25 @@ void check_blas_int(int64_t largest) {
               " is too large for the BLAS (32-bit sizes)");
 }
 
+/// Whether an a @ b.t() product goes to oneDNN's matmul primitive rather than its sgemm: on
+/// several threads (where the transposed sgemm falls behind; on one thread the two are even),
+/// outside a parallel region, and big enough that a primitive per shape is worth caching.
+bool use_matmul_primitive(const ProductShape& s) {
+#ifdef _OPENMP
+  if (omp_in_parallel() || omp_get_max_threads() < 2) return false;
+#endif
+  return s.m * s.n * s.k >= kBatchParallelMacs;
+}
+
 /// One float32 or float64 product through the BLAS; operands must already be BLAS-compatible.
 template <typename T>
 void blas_product(const T* a, BlasOperand la, const T* b, BlasOperand lb, T* c, const ProductShape& s) {
   SingleThreadedInParallelRegion single_threaded;
   if constexpr (std::is_same_v<T, float>) {
+    if (!la.transposed && lb.transposed && use_matmul_primitive(s)) {
+      onednn_matmul_b_transposed(a, la.ld, b, lb.ld, c, s.ldc, s.m, s.n, s.k);
+      return;
+    }
     dnnl_status_t status = dnnl_sgemm(la.transposed ? 'T' : 'N', lb.transposed ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a,
                                       la.ld, b, lb.ld, 0.0f, c, s.ldc);
     EMBER_CHECK(status == dnnl_success, "[matmul] oneDNN sgemm failed with status ", static_cast<int>(status), " for ",
