@@ -3,7 +3,6 @@
 #include "ember/data/mnist.h"
 
 #include <algorithm>
-#include <array>
 #include <filesystem>
 #include <string>
 
@@ -28,17 +27,6 @@ std::string find_idx_file(const std::string& root, const std::string& stem) {
       "the four IDX files)";
   if (!fs::is_directory(root, ignored)) fail(root, ": no such directory", kHint);
   fail(root, ": neither ", stem, " nor ", stem, ".gz is there", kHint);
-}
-
-// x/255 for every byte value, computed as the PyTorch baseline computes it (float32 division), so
-// ember's inputs are bit-identical to PyTorch's; a table lookup is also faster than dividing.
-const std::array<float, 256>& unit_scale_table() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (int i = 0; i < 256; ++i) t[i] = static_cast<float>(i) / 255.0f;
-    return t;
-  }();
-  return table;
 }
 
 }  // namespace
@@ -86,7 +74,6 @@ Batch MNIST::get_batch(std::span<const int64_t> indices) const {
   const int64_t count = size();
   Batch out{empty({batch, 1, rows, columns}, kFloat32), empty({batch}, kInt64)};
 
-  const std::array<float, 256>& scale = unit_scale_table();
   const uint8_t* images = images_.data_ptr<uint8_t>();
   const int64_t* labels = labels_.data_ptr<int64_t>();
   float* data = out.data.data_ptr<float>();
@@ -97,7 +84,10 @@ Batch MNIST::get_batch(std::span<const int64_t> indices) const {
                 " samples");
     const uint8_t* image = images + index * pixels;
     float* row = data + b * pixels;
-    for (int64_t p = 0; p < pixels; ++p) row[p] = scale[image[p]];
+    // x/255 in float32, as the PyTorch baseline computes it, so the inputs are bit-identical to
+    // PyTorch's. The division is exact in every lane, and vectorises (a 256-entry table lookup
+    // does not, and took 6% of an mlp step on 2 threads).
+    for (int64_t p = 0; p < pixels; ++p) row[p] = static_cast<float>(image[p]) / 255.0f;
     target[b] = labels[index];
   }
   return out;
