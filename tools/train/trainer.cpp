@@ -147,14 +147,14 @@ io::NamedTensors named(const nn::StateDict& state) {
 // rank's threads times the ranks on the machine), a loader thread can run only by preempting one
 // of them, and the step's next OpenMP barrier then waits for the preempted thread: one mlp epoch
 // on 2 threads and 2 cores ran 8-15% faster with the batch loaded in place (docs/PERFORMANCE.md
-// §6). Loading an MNIST batch in place costs microseconds.
+// §9). Loading an MNIST batch in place costs microseconds.
 int64_t prefetch_batches(Device device, int64_t ahead) {
   if (!device.is_cpu()) return ahead;
   cpu_set_t allowed;
   const int cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0
                        ? CPU_COUNT(&allowed)
                        : static_cast<int>(std::thread::hardware_concurrency());
-  const int busy = get_num_threads() * std::max(1, job_size() > 1 ? distributed::local_world_size() : 1);
+  const int busy = get_num_threads() * (job_size() > 1 ? distributed::local_world_size() : 1);
   return busy < cpus ? ahead : 0;
 }
 

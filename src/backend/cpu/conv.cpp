@@ -23,9 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dnnl.hpp>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <type_traits>
@@ -36,6 +34,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/defer_signals.h"
 #include "backend/cpu/dispatch.h"
+#include "backend/cpu/onednn_primitives.h"
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
 
@@ -139,8 +138,6 @@ std::pair<int64_t, int64_t> valid_range(int64_t out_len, int64_t in_len, int64_t
   return {std::min(lo, out_len), std::clamp(hi, std::min(lo, out_len), out_len)};
 }
 
-/// Unrolls cg input planes into col [cg * kh * kw, ho * wo] (rows ld apart, ld >= ho * wo);
-/// out-of-image taps read zero.
 /// Copies n elements between buffers that do not overlap, without a library call: im2col copies
 /// one output row at a time (24 floats for the MNIST CNN's conv2), and a memmove call per row
 /// cost more than the copying (5% of a cnn training step). Whole 64-byte blocks, then one last
@@ -157,6 +154,8 @@ void copy_row(const T* src, int64_t n, T* dst) {
   if (i < n) std::memcpy(dst + n - kBlock, src + n - kBlock, 64);
 }
 
+/// Unrolls cg input planes into col [cg * kh * kw, ho * wo] (rows ld apart, ld >= ho * wo);
+/// out-of-image taps read zero.
 template <typename T>
 void im2col(const T* x, const ConvShape& s, T* col, int64_t ld) {
   for (int64_t c = 0; c < s.cg(); ++c) {
@@ -342,39 +341,6 @@ void im2col_backward(const T* grad_out, const T* x, const T* w, const ConvShape&
 
 using dnnl::memory;
 
-dnnl::engine& onednn_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-/// Staging memory for operands in the primitive's own layout, per thread and kept between calls:
-/// fresh buffers would cost a page fault per 4 KiB on every call, as much as a small layer's
-/// convolution itself. Slots 0 and 1 hold inputs, slot 2 the output, slot 3 the scratchpad.
-void* staging(int slot, size_t bytes) {
-  thread_local std::array<std::vector<float>, 4> buffers;
-  std::vector<float>& buffer = buffers[static_cast<size_t>(slot)];
-  if (buffer.size() * sizeof(float) < bytes) buffer.resize(bytes / sizeof(float) + 1);
-  return buffer.data();
-}
-
-// With the library-managed scratchpad of Debian's oneDNN build, a primitive may only run on the
-// thread that created it; cached primitives run on whichever thread calls conv2d. A scratchpad
-// passed in from the calling thread's own staging memory lifts that restriction.
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
-
-/// Runs a primitive with its scratchpad taken from the calling thread's staging memory.
-void execute(const dnnl::primitive& prim, const memory::desc& scratchpad, dnnl::stream& stream,
-             std::unordered_map<int, memory> args) {
-  if (scratchpad.get_size() > 0) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, onednn_engine(), staging(3, scratchpad.get_size())));
-  }
-  prim.execute(stream, args);
-}
-
 /// One operand: its plain (user) layout, the layout the primitive chose, and the reorder between
 /// them when they differ (into the primitive for inputs, out of it for outputs).
 struct Operand {
@@ -550,41 +516,16 @@ CacheKey key_of(const ConvShape& s, int64_t kind, bool with_bias) {
           s.dw * 2 + (with_bias ? 1 : 0)};
 }
 
-/// Primitives by geometry. Creating one costs far more than running a small convolution, and a
-/// training loop sees the same few geometries every step. Bounded so that a program sweeping
-/// many shapes does not grow without limit.
-template <typename Entry>
-class PrimitiveCache {
- public:
-  template <typename Make>
-  std::shared_ptr<const Entry> get(const CacheKey& key, const Make& make) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (auto it = entries_.find(key); it != entries_.end()) return it->second;
-    }
-    std::shared_ptr<const Entry> made = make();
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (entries_.size() >= kMaxEntries) entries_.clear();
-    entries_.emplace(key, made);
-    return made;
-  }
-
- private:
-  static constexpr size_t kMaxEntries = 64;
-  std::mutex mutex_;
-  std::map<CacheKey, std::shared_ptr<const Entry>> entries_;
-};
-
-PrimitiveCache<ForwardPrimitive>& forward_cache() {
-  static PrimitiveCache<ForwardPrimitive> cache;
+PrimitiveCache<CacheKey, ForwardPrimitive>& forward_cache() {
+  static PrimitiveCache<CacheKey, ForwardPrimitive> cache;
   return cache;
 }
-PrimitiveCache<BackwardDataPrimitive>& backward_data_cache() {
-  static PrimitiveCache<BackwardDataPrimitive> cache;
+PrimitiveCache<CacheKey, BackwardDataPrimitive>& backward_data_cache() {
+  static PrimitiveCache<CacheKey, BackwardDataPrimitive> cache;
   return cache;
 }
-PrimitiveCache<BackwardWeightsPrimitive>& backward_weights_cache() {
-  static PrimitiveCache<BackwardWeightsPrimitive> cache;
+PrimitiveCache<CacheKey, BackwardWeightsPrimitive>& backward_weights_cache() {
+  static PrimitiveCache<CacheKey, BackwardWeightsPrimitive> cache;
   return cache;
 }
 
