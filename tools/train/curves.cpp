@@ -297,6 +297,8 @@ cairo_status_t append_png_bytes(void* closure, const unsigned char* data, unsign
 
 }  // namespace
 
+bool curves_available() { return true; }
+
 void write_curves_png(const std::filesystem::path& path, const std::vector<EpochPoint>& points,
                       const std::string& title) {
   const std::string dest = path.string();

@@ -7,6 +7,10 @@
 
 namespace ember::train {
 
+/// Whether this build draws curves.png: cairo is optional (CMake's EMBER_WITH_CAIRO), and without
+/// it write_curves_png and read_png throw an ember::Error saying so.
+bool curves_available();
+
 /// What one finished epoch measured. Accuracy is in percent.
 struct EpochPoint {
   int64_t epoch;

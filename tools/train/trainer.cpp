@@ -448,7 +448,7 @@ void Session::save_files() {
     }
   });
   attempt("metrics.csv", [&] { io::write_file_atomically(dir_ / "metrics.csv", metrics_csv(history_)); });
-  if (!history_.empty())
+  if (!history_.empty() && curves_available())
     attempt("curves.png", [&] {
       std::vector<EpochPoint> points;
       for (const EpochMetrics& h : history_)
@@ -549,6 +549,8 @@ void Session::print_banner(bool resumed) const {
   out_ << ", " << config_.scheduler << " schedule, batch " << config_.batch_size << ", " << config_.epochs
        << " epochs, seed " << config_.seed << "\n"
        << "  run dir    " << dir_.string() << "\n";
+  if (!curves_available())
+    out_ << "  note       curves.png is not drawn: this ember was built without cairo (libcairo2-dev)\n";
   if (ranks_ > 1) {
     out_ << "  ranks      " << ranks_ << " (mpirun): each trains on its shard with batch " << config_.batch_size
          << ", so a step averages " << ranks_ * config_.batch_size << " samples; rank 0 logs and saves\n";
