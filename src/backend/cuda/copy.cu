@@ -1,11 +1,14 @@
 // CUDA copy (with dtype conversion and any strides) and fill.
 //
-// A same-dtype copy between contiguous views is one cudaMemcpyAsync; other same-dtype copies
-// move elements as unsigned integers of the element's width (4 instantiations serve 10 dtypes);
-// conversions go through kernels::convert, the CPU's conversion, so both devices round alike.
+// A same-dtype copy between contiguous views is one cudaMemcpyAsync (two, through a temporary,
+// when the views overlap); other same-dtype copies move elements as unsigned integers of the
+// element's width (4 instantiations serve 10 dtypes); conversions go through kernels::convert,
+// the CPU's conversion, so both devices round alike.
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
+#include "backend/cuda/copy_plan.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/elementwise.cuh"
 #include "kernels/dtype_dispatch.h"
@@ -13,6 +16,7 @@
 #include "kernels/scalar_as.h"
 
 namespace ember::cuda_impl {
+
 namespace {
 
 template <typename D, typename S>
@@ -65,9 +69,17 @@ void CudaBackend::copy(const TensorView& dst, const TensorView& in) {
     if (dst.is_contiguous() && src.is_contiguous()) {
       if (dst.data == src.data) return;
       DeviceGuard guard(dst.device_index);
-      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, static_cast<size_t>(dst.numel()) * element_size(dst.dtype),
-                                       cudaMemcpyDeviceToDevice, current_stream(dst.device_index)),
-                       "copy");
+      const size_t nbytes = static_cast<size_t>(dst.numel()) * element_size(dst.dtype);
+      const cudaStream_t stream = current_stream(dst.device_index);
+      if (ranges_overlap(dst.data, src.data, nbytes)) {
+        // Overlapping views of one buffer (x[1:].copy_(x[:-1])) go through a temporary, as the
+        // CPU's memmove would; the stream orders its reuse after both copies.
+        Workspace staged(nbytes, dst.device_index);
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(staged.data(), src.data, nbytes, cudaMemcpyDeviceToDevice, stream), "copy");
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data, staged.data(), nbytes, cudaMemcpyDeviceToDevice, stream), "copy");
+        return;
+      }
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, nbytes, cudaMemcpyDeviceToDevice, stream), "copy");
       return;
     }
     switch (element_size(dst.dtype)) {

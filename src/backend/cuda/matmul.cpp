@@ -3,17 +3,20 @@
 // ember's matrices are row-major and cuBLAS's column-major, so out = a @ b is computed as
 // out^T = b^T @ a^T: a row-major matrix with unit column stride *is* its transpose in column
 // major, and one with unit row stride is the matrix itself, which cuBLAS transposes on the fly.
-// Only an operand with neither unit stride (a strided slice) is first copied to a contiguous
-// scratch buffer. float32 is exact IEEE single unless ember::cuda::set_allow_tf32(true); float16
-// and bfloat16 accumulate in float32, as PyTorch's do. Integer products are not offered, exactly
-// as in PyTorch ("addmm_cuda" not implemented for 'Long').
+// Only an operand with neither unit stride (a strided slice), or with a leading dimension beyond
+// the int cuBLAS takes, is first copied to a contiguous scratch buffer. float32 is exact IEEE
+// single unless ember::cuda::set_allow_tf32(true); float16 and bfloat16 accumulate in float32,
+// as PyTorch's do. Integer products are not offered, exactly as in PyTorch ("addmm_cuda" not
+// implemented for 'Long').
 #include <cstdint>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gemm_plan.h"
 #include "backend/cuda/runtime.h"
 #include "core/check.h"
 
 namespace ember::cuda_impl {
+
 namespace {
 
 /// One operand as cuBLAS sees it (already transposed into column-major terms).
@@ -21,28 +24,18 @@ struct GemmOperand {
   const void* data;
   cublasOperation_t op;
   int64_t ld;
-  int64_t batch_stride;
+  int64_t batch_stride;  // cuBLAS takes batch strides as long long: any stride fits
 };
 
 /// A row-major [rows, cols] matrix (batched by strides[0]) as the column-major transpose cuBLAS
-/// multiplies, or nothing when neither of its strides is 1.
+/// multiplies, or nothing when it cannot read it in place (gemm_layout).
 bool as_gemm_operand(const TensorView& v, GemmOperand& g) {
-  const int64_t rows = v.sizes[1], cols = v.sizes[2];
-  const int64_t rs = v.strides[1], cs = v.strides[2];
   g.data = v.data;
   g.batch_stride = v.strides[0];
-  // A size-1 dimension's stride is arbitrary; cuBLAS only needs ld at least the leading size.
-  if (cs == 1 || cols == 1) {  // row-major: column-major [cols, rows], used as is
-    g.op = CUBLAS_OP_N;
-    g.ld = rows == 1 ? cols : rs;
-    return g.ld >= cols && g.ld > 0;
-  }
-  if (rs == 1 || rows == 1) {  // column-major [rows, cols]: cuBLAS transposes it
-    g.op = CUBLAS_OP_T;
-    g.ld = cols == 1 ? rows : cs;
-    return g.ld >= rows && g.ld > 0;
-  }
-  return false;
+  bool transposed = false;
+  const bool direct = gemm_layout(v.sizes[1], v.sizes[2], v.strides[1], v.strides[2], transposed, g.ld);
+  g.op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  return direct;
 }
 
 }  // namespace
@@ -90,6 +83,12 @@ void CudaBackend::matmul(const TensorView& a_in, const TensorView& b_in, const T
   EMBER_CHECK(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && batch <= INT32_MAX,
               "[cuda matmul] dimensions beyond 2^31 - 1 are not supported: ", detail::shape_str(a_in.sizes), " @ ",
               detail::shape_str(b_in.sizes));
+  // The output cannot be staged like an operand, so a row stride cuBLAS cannot take is refused
+  // here, before any work is queued.
+  const int64_t ldc = m > 1 ? out.strides[1] : n;
+  EMBER_CHECK(ldc >= n, "[cuda matmul] the output's rows overlap");
+  EMBER_CHECK(ldc <= INT32_MAX, "[cuda matmul] the output's row stride ", ldc,
+              " is beyond 2^31 - 1, which cuBLAS does not support");
 
   const int device = out.device_index;
   DeviceGuard guard(device);
@@ -109,8 +108,6 @@ void CudaBackend::matmul(const TensorView& a_in, const TensorView& b_in, const T
   if (!a_direct) stage(a_in, a_ws, a);
   if (!b_direct) stage(b_in, b_ws, b);
 
-  const int64_t ldc = m > 1 ? out.strides[1] : n;
-  EMBER_CHECK(ldc >= n, "[cuda matmul] the output's rows overlap");
   const float alpha_f = 1.0f, beta_f = 0.0f;
   const double alpha_d = 1.0, beta_d = 0.0;
   const bool f64 = a_in.dtype == Dtype::Float64;
