@@ -1,6 +1,8 @@
 // nn.functional, composed from ember's differentiable ops (autograd comes with them).
 #include "ember/nn/functional.h"
 
+#include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "core/check.h"
@@ -27,13 +29,24 @@ Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
 // Classes live in dimension 1 of a batched input and in dimension 0 of a single sample [C].
 int64_t class_dim_of(const Tensor& input) { return input.dim() == 1 ? 0 : 1; }
 
-// PyTorch's checks on class-index targets: dtype, batch size, the remaining sizes, the range.
+// The error context of a loss; the weight joins it only when given, so that unweighted calls
+// read as they always have.
+void enter_loss_context(std::optional<ember::detail::OpContext>& context, const char* op, const Tensor& input,
+                        const Tensor& target, const Tensor& weight) {
+  using Inputs = std::initializer_list<ember::detail::OpContext::Input>;
+  if (weight.defined()) {
+    context.emplace(op, Inputs{{"input", &input}, {"target", &target}, {"weight", &weight}});
+  } else {
+    context.emplace(op, Inputs{{"input", &input}, {"target", &target}});
+  }
+}
+
+// PyTorch's checks on class-index targets: dtype, batch size, the remaining sizes.
 void check_class_targets(const Tensor& input, const Tensor& target, const char* op) {
   detail::check_defined(input, op);
   detail::check_defined(target, op);
   EMBER_CHECK(input.dim() >= 1, op, ": input must have at least 1 dimension, got a 0-dim tensor");
   EMBER_CHECK(target.dtype() == kInt64, "expected scalar type Long but found ", scalar_type_name(target.dtype()));
-  const int64_t class_dim = class_dim_of(input);
   if (input.dim() == 1) {
     EMBER_CHECK(target.dim() == 0, "0D or 1D target tensor expected, multi-target not supported");
   } else {
@@ -44,19 +57,103 @@ void check_class_targets(const Tensor& input, const Tensor& target, const char* 
     EMBER_CHECK(target.sizes().vec() == expected, "Expected target size ", detail::shape_str(expected), ", got ",
                 detail::shape_str(target.sizes()));
   }
-  // Checking the range reads two values back to the host. On a GPU that would stop the device
-  // every step, so there (as in PyTorch, whose kernels assert instead) it is left to the data
-  // loading code; ember's own data sets validate their labels when they are read.
-  if (target.numel() == 0 || !target.is_cpu()) return;
-  const int64_t classes = input.size(class_dim);
-  const int64_t low = target.min().item<int64_t>(), high = target.max().item<int64_t>();
-  EMBER_CHECK(low >= 0 && high < classes, "Target ", low < 0 ? low : high, " is out of bounds.");
 }
+
+// The per-class weight: undefined, or 1-D with one value per class on input's device. `prefix`
+// starts the size message as in PyTorch ("cross_entropy: " with class probabilities).
+void check_weight(const Tensor& input, const Tensor& weight, const char* prefix) {
+  if (!weight.defined()) return;
+  const int64_t classes = input.size(class_dim_of(input));
+  EMBER_CHECK(weight.dim() == 1 && weight.numel() == classes, prefix, "weight tensor should be defined either for all ",
+              classes, " classes or no classes but got weight tensor of shape: ", detail::shape_str(weight.sizes()));
+  EMBER_CHECK(weight.device() == input.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
+              " and ", weight.device(), "!");
+}
+
+// With class indices PyTorch's kernels read the weight as the input's dtype and refuse others.
+void check_class_weight(const Tensor& input, const Tensor& weight) {
+  check_weight(input, weight, "");
+  if (!weight.defined()) return;
+  EMBER_CHECK(weight.dtype() == input.dtype(), "expected scalar type ", scalar_type_name(input.dtype()), " but found ",
+              scalar_type_name(weight.dtype()));
+}
+
+// Whether any target may equal ignore_index, checking on the way that every other target is a
+// class. On the CPU this is one pass over the targets on the host (the range check PyTorch does
+// as it reads them), so the answer is exact and the losses skip all masking when nothing is
+// ignored. On a GPU, reading the targets back would stop the device every step, so (as in
+// PyTorch, whose kernels assert instead) the range is left to the data loading code, and the
+// answer is "maybe": the losses then mask on the device, without synchronising.
+bool scan_class_targets(const Tensor& input, const Tensor& target, int64_t ignore_index) {
+  if (target.numel() == 0) return false;
+  if (!target.is_cpu()) return true;
+  const int64_t classes = input.size(class_dim_of(input));
+  const Tensor contiguous = target.contiguous();
+  const int64_t* data = contiguous.data_ptr<int64_t>();
+  bool ignored = false;
+  for (int64_t i = 0, n = contiguous.numel(); i < n; ++i) {
+    const int64_t t = data[i];
+    if (t >= 0 && t < classes && t != ignore_index) continue;
+    if (t == ignore_index) {
+      ignored = true;
+    } else {
+      detail::fail("Target ", t, " is out of bounds.");
+    }
+  }
+  return ignored;
+}
+
+// A 0-dim zero of `like`'s dtype on its device: the value where() puts at ignored positions.
+Tensor zero_of(const Tensor& like) { return zeros({}, TensorOptions().dtype(like.dtype()).device(like.device())); }
 
 // -input[n, target[n], ...]: the per-element negative log-likelihood, shaped like target.
 Tensor picked_nll(const Tensor& log_probs, const Tensor& target) {
   const int64_t class_dim = class_dim_of(log_probs);
   return -gather(log_probs, class_dim, target.unsqueeze(class_dim)).squeeze(class_dim);
+}
+
+// nll_loss's per-position terms, with what its mean and the label-smoothing term need.
+struct WeightedNll {
+  Tensor loss;     // -weight[t] * log_probs[.., t, ..], 0 where t == ignore_index; target's shape
+  Tensor keep;     // bool, false where t == ignore_index; undefined when no target is ignored
+  Tensor weights;  // weight[t], 0 where ignored; undefined without weight
+};
+
+WeightedNll weighted_nll(const Tensor& log_probs, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                         bool may_ignore) {
+  WeightedNll out;
+  Tensor index = target;
+  if (may_ignore) {
+    out.keep = target != ignore_index;
+    index = target * out.keep;  // ignored positions read class 0, then are masked out
+  }
+  out.loss = picked_nll(log_probs, index);
+  if (weight.defined()) {
+    out.weights = index_select(weight, 0, index.reshape({-1})).reshape(target.sizes());
+    out.loss = out.loss * out.weights;
+    if (may_ignore) out.weights = where(out.keep, out.weights, zero_of(out.weights));
+  }
+  // where, not a product with the mask: an ignored position's stand-in may be -inf.
+  if (may_ignore) out.loss = where(out.keep, out.loss, zero_of(out.loss));
+  return out;
+}
+
+// Reduces per-position terms the way nll_loss does: the mean divides by the total weight of the
+// positions not ignored (their count without weight); the plain mean when nothing is ignored.
+Tensor reduce_class_loss(const Tensor& loss, const WeightedNll& nll, Reduction reduction) {
+  if (reduction != Reduction::Mean) return reduce_loss(loss, reduction);
+  if (nll.weights.defined()) return loss.sum() / nll.weights.sum();
+  if (nll.keep.defined()) return loss.sum() / nll.keep.sum().to(loss.dtype());
+  return loss.mean();
+}
+
+// weight viewed to broadcast along the class dimension of `input`.
+Tensor class_weight_view(const Tensor& input, const Tensor& weight) {
+  if (input.dim() == 1) return weight;
+  std::vector<int64_t> shape(static_cast<size_t>(input.dim()), 1);
+  shape[1] = weight.size(0);
+  return weight.reshape(shape);
 }
 
 }  // namespace
@@ -128,14 +225,21 @@ Tensor layer_norm(const Tensor& input, IntList normalized_shape, const Tensor& w
   return out;
 }
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  ember::detail::OpContext context("nll_loss", {{"input", &input}, {"target", &target}});
+Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction, const Tensor& weight,
+                int64_t ignore_index) {
+  std::optional<ember::detail::OpContext> context;
+  enter_loss_context(context, "nll_loss", input, target, weight);
   check_class_targets(input, target, "nll_loss");
-  return reduce_loss(picked_nll(input, target), reduction);
+  check_class_weight(input, weight);
+  const bool may_ignore = scan_class_targets(input, target, ignore_index);
+  const WeightedNll nll = weighted_nll(input, target, weight, ignore_index, may_ignore);
+  return reduce_class_loss(nll.loss, nll, reduction);
 }
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction, double label_smoothing) {
-  ember::detail::OpContext context("cross_entropy", {{"input", &input}, {"target", &target}});
+Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction, double label_smoothing,
+                     const Tensor& weight, int64_t ignore_index) {
+  std::optional<ember::detail::OpContext> context;
+  enter_loss_context(context, "cross_entropy", input, target, weight);
   EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
               "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
   detail::check_defined(input, "cross_entropy");
@@ -144,22 +248,35 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduct
   const int64_t class_dim = class_dim_of(input);
   const double classes = static_cast<double>(input.size(class_dim));
   const int64_t class_dims[1] = {class_dim};
-  Tensor log_probs = ember::log_softmax(input, class_dim);
 
   if (target.is_floating_point()) {  // class probabilities
     EMBER_CHECK(target.sizes().vec() == input.sizes().vec(), "Expected target size ", detail::shape_str(input.sizes()),
                 ", got ", detail::shape_str(target.sizes()));
+    EMBER_CHECK(ignore_index < 0, "ignore_index is not supported for floating point target");
+    check_weight(input, weight, "cross_entropy: ");
+    Tensor log_probs = ember::log_softmax(input, class_dim);
     Tensor probs = label_smoothing > 0.0 ? target * (1.0 - label_smoothing) + label_smoothing / classes : target;
-    return reduce_loss(-(log_probs * probs).sum(class_dims), reduction);
+    Tensor terms = log_probs * probs;
+    if (weight.defined()) terms = terms * class_weight_view(input, weight);
+    // The mean is over samples (numel / C), whatever the weights: PyTorch's rule.
+    return reduce_loss(-terms.sum(class_dims), reduction);
   }
 
   check_class_targets(input, target, "cross_entropy");
-  Tensor loss = picked_nll(log_probs, target);
+  check_class_weight(input, weight);
+  const bool may_ignore = scan_class_targets(input, target, ignore_index);
+  Tensor log_probs = ember::log_softmax(input, class_dim);
+  const WeightedNll nll = weighted_nll(log_probs, target, weight, ignore_index, may_ignore);
+  Tensor loss = reduce_class_loss(nll.loss, nll, reduction);
   if (label_smoothing > 0.0) {
-    Tensor smooth = -log_probs.sum(class_dims);
-    loss = loss * (1.0 - label_smoothing) + smooth * (label_smoothing / classes);
+    // PyTorch's cross_entropy_loss_label_smoothing: the uniform part, weighted per class, zero at
+    // ignored positions, reduced with the nll term's denominator.
+    Tensor smooth =
+        weight.defined() ? -(log_probs * class_weight_view(input, weight)).sum(class_dims) : -log_probs.sum(class_dims);
+    if (nll.keep.defined()) smooth = where(nll.keep, smooth, zero_of(smooth));
+    loss = loss * (1.0 - label_smoothing) + reduce_class_loss(smooth, nll, reduction) * (label_smoothing / classes);
   }
-  return reduce_loss(loss, reduction);
+  return loss;
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {

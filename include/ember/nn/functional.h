@@ -36,11 +36,23 @@ Tensor layer_norm(const Tensor& input, IntList normalized_shape, const Tensor& w
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 
 /// input: [N, C, ...] (or [C]) log-probabilities; target: int64 class indices [N, ...] (or []).
-Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+/// As torch.nn.functional.nll_loss: each position's loss is -weight[t] * input[n, t, ...]
+/// (weight: undefined, or a 1-D tensor of C values of input's dtype on input's device), and 0
+/// where t == ignore_index. Mean divides the sum by the total weight of the positions not
+/// ignored (their count without weight), so all positions ignored give NaN. A target outside
+/// [0, C) that is not ignore_index is an error (checked on the CPU only: reading a GPU's targets
+/// back would stall it).
+Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                const Tensor& weight = Tensor(), int64_t ignore_index = -100);
 /// input: [N, C, ...] (or [C]) logits; target: int64 class indices or class probabilities
 /// (floating, same shape as input). label_smoothing in [0, 1] mixes the target with uniform.
+/// weight and ignore_index as in nll_loss, with PyTorch's rules: with class indices and label
+/// smoothing, the smoothing term is weighted by weight[c], zero at ignored positions, and its mean
+/// divides by the same total weight as the nll term; with probabilities, the loss is
+/// -sum_c weight[c] * target[c] * log_softmax(input)[c], the mean divides by the number of
+/// samples (not by the weights), and ignore_index must be negative (PyTorch's rule).
 Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
-                     double label_smoothing = 0.0);
+                     double label_smoothing = 0.0, const Tensor& weight = Tensor(), int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 /// The numerically stable form: max(-x, 0) + log(exp(-max) + exp(-x - max)) + (1 - y) x,
 /// with the log term weighted by 1 + (pos_weight - 1) y when pos_weight is given.

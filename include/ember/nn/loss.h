@@ -1,6 +1,8 @@
 #pragma once
 /// Loss modules (torch.nn.*Loss): forward(input, target) with a reduction of None, Mean or Sum.
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "ember/nn/functional.h"
 #include "ember/nn/module.h"
@@ -18,25 +20,47 @@ class Loss : public Module {
 };
 
 /// log_softmax over the class dimension, then the negative log-likelihood of the target classes
-/// (int64) or the cross-entropy with target probabilities (floating), with optional label smoothing.
+/// (int64) or the cross-entropy with target probabilities (floating), with optional label smoothing,
+/// per-class `weight` (1-D, C values; registered as the buffer "weight" when defined, as in
+/// PyTorch's _WeightedLoss) and `ignore_index` (targets equal to it count for nothing; class
+/// indices only). See functional::cross_entropy for the exact rules.
 class CrossEntropyLoss : public Loss {
  public:
-  explicit CrossEntropyLoss(Reduction reduction = Reduction::Mean, double label_smoothing = 0.0)
-      : Loss(reduction), label_smoothing(label_smoothing) {}
+  explicit CrossEntropyLoss(Reduction reduction = Reduction::Mean, double label_smoothing = 0.0,
+                            Tensor weight = Tensor(), int64_t ignore_index = -100)
+      : Loss(reduction), label_smoothing(label_smoothing), weight(std::move(weight)), ignore_index(ignore_index) {
+    if (this->weight.defined()) register_buffer("weight", this->weight);
+  }
+  /// PyTorch's argument order: CrossEntropyLoss(weight, ignore_index, reduction, label_smoothing).
+  explicit CrossEntropyLoss(Tensor weight, int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
+                            double label_smoothing = 0.0)
+      : CrossEntropyLoss(reduction, label_smoothing, std::move(weight), ignore_index) {}
   std::string name() const override { return "CrossEntropyLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
-    return functional::cross_entropy(input, target, reduction, label_smoothing);
+    return functional::cross_entropy(input, target, reduction, label_smoothing, weight, ignore_index);
   }
   double label_smoothing;
+  Tensor weight;
+  int64_t ignore_index;
 };
 
+/// The negative log-likelihood of int64 class targets, with optional per-class `weight` (a buffer
+/// "weight" when defined) and `ignore_index`; see functional::nll_loss.
 class NLLLoss : public Loss {
  public:
-  explicit NLLLoss(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  explicit NLLLoss(Reduction reduction = Reduction::Mean, Tensor weight = Tensor(), int64_t ignore_index = -100)
+      : Loss(reduction), weight(std::move(weight)), ignore_index(ignore_index) {
+    if (this->weight.defined()) register_buffer("weight", this->weight);
+  }
+  /// PyTorch's argument order: NLLLoss(weight, ignore_index, reduction).
+  explicit NLLLoss(Tensor weight, int64_t ignore_index = -100, Reduction reduction = Reduction::Mean)
+      : NLLLoss(reduction, std::move(weight), ignore_index) {}
   std::string name() const override { return "NLLLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
-    return functional::nll_loss(input, target, reduction);
+    return functional::nll_loss(input, target, reduction, weight, ignore_index);
   }
+  Tensor weight;
+  int64_t ignore_index;
 };
 
 class MSELoss : public Loss {
