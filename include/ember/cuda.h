@@ -23,7 +23,9 @@ DeviceProperties get_device_properties(int device);
 /// The device that "cuda" (without an index) means on this thread; 0 by default.
 int current_device();
 void set_device(int device);
-/// Waits until all work queued on `device` (the current one when -1) has finished.
+/// Waits until all work queued on `device` (the current one when -1) has finished. Like every
+/// wait for the GPU (item(), printing, blocking copies), it then throws ember::Error for an
+/// out-of-range index that an earlier index_select, gather or scatter_add met there.
 void synchronize(int device = -1);
 
 /// Bytes held by tensors / obtained from the driver by ember's caching allocator on `device`
@@ -51,7 +53,8 @@ class Event {
   Event& operator=(const Event&) = delete;
   /// Records the event on `device`'s current stream (the current device when -1).
   void record(int device = -1);
-  /// Waits on the host until the work before the record has finished.
+  /// Waits on the host until the work before the record has finished; then, as
+  /// cuda::synchronize, reports an out-of-range index met by an earlier indexing kernel.
   void synchronize() const;
   /// Whether that work has finished, without waiting.
   bool query() const;

@@ -52,6 +52,7 @@ void synchronize(int device) {
   const int d = resolve(device, "synchronize");
   cuda_impl::DeviceGuard guard(d);
   EMBER_CUDA_CHECK(cudaDeviceSynchronize(), "synchronize");
+  cuda_impl::raise_pending_index_error(d);  // every stream of d has finished: its record is complete
 }
 
 size_t memory_allocated(int device) { return stats_of(device).allocated; }
@@ -93,6 +94,7 @@ void Event::record(int device) {
 
 void Event::synchronize() const {
   EMBER_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)), "Event::synchronize");
+  cuda_impl::raise_pending_index_error(device_);
 }
 
 bool Event::query() const {

@@ -27,7 +27,12 @@ void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes,
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, stream), "copy to cuda");
   // A blocking copy lets the caller reuse the host memory at once, as PyTorch's does (from
   // pinned memory the copy above is still running; from pageable memory the wait is short).
-  if (!non_blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cuda");
+  if (!non_blocking) {
+    EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cuda");
+    // The copy is complete (the caller owns whatever it allocated for it): only now report an
+    // out-of-range index an earlier kernel recorded.
+    raise_pending_index_error(device_index);
+  }
 }
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) {
@@ -37,7 +42,12 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, i
   EMBER_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, stream), "copy to cpu");
   // The host usually reads the bytes next: one of the places it must wait. A non-blocking copy
   // into pinned memory leaves that to the caller's cuda::synchronize().
-  if (!non_blocking) EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cpu");
+  if (!non_blocking) {
+    EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cpu");
+    // After the wait, where item(), printing and .to(cpu) see it: an out-of-range index an
+    // earlier kernel recorded (indexing.cu). The copy itself is complete.
+    raise_pending_index_error(device_index);
+  }
 }
 
 void* CudaBackend::allocate_pinned(size_t nbytes) {

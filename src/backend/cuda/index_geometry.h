@@ -47,22 +47,27 @@ EMBER_HD inline IndexOffsets index_offsets(const IndexGeometry& g, int64_t linea
 }
 
 /// index_select / gather element `i`: out = x at the index, or 0 for an index outside [0, bound)
-/// (never a read out of bounds).
+/// (never a read out of bounds). Returns whether the index was in range (the kernel records a
+/// bad one: index_error.h).
 template <typename T>
-EMBER_HD void gather_at(const T* x, const int64_t* index, T* out, const IndexGeometry& g, int64_t i) {
+EMBER_HD bool gather_at(const T* x, const int64_t* index, T* out, const IndexGeometry& g, int64_t i) {
   const IndexOffsets o = index_offsets(g, i);
   const int64_t v = index[o.index];
-  out[o.other] = (v >= 0 && v < g.bound) ? x[o.data + v * g.data_strides[g.dim]] : T{};
+  const bool in_range = v >= 0 && v < g.bound;
+  out[o.other] = in_range ? x[o.data + v * g.data_strides[g.dim]] : T{};
+  return in_range;
 }
 
 /// scatter_add element `i`: add(target, value) for the target the index picks; an index outside
-/// [0, bound) adds nothing.
+/// [0, bound) adds nothing. Returns whether the index was in range.
 template <typename T, typename Add>
-EMBER_HD void scatter_add_at(T* out, const int64_t* index, const T* src, const IndexGeometry& g, int64_t i,
+EMBER_HD bool scatter_add_at(T* out, const int64_t* index, const T* src, const IndexGeometry& g, int64_t i,
                              const Add& add) {
   const IndexOffsets o = index_offsets(g, i);
   const int64_t v = index[o.index];
-  if (v >= 0 && v < g.bound) add(out + o.data + v * g.data_strides[g.dim], src[o.other]);
+  const bool in_range = v >= 0 && v < g.bound;
+  if (in_range) add(out + o.data + v * g.data_strides[g.dim], src[o.other]);
+  return in_range;
 }
 
 // ------------------------------------------------------------------------------- host side

@@ -8,8 +8,17 @@
 // Out-of-range indices. The CPU checks every index before writing anything and raises
 // ember::Error. Here the indices live on the GPU, and reading them back would stall the host on
 // every call (index_select is on the embedding path of every step), so:
-//  * by default the kernels never touch memory out of bounds: an out-of-range index reads 0
-//    (index_select, gather) or adds nothing (scatter_add), and no error is raised;
+//  * by default the error is deferred, as PyTorch's device-side assert is: the kernels never
+//    touch memory out of bounds (an out-of-range index reads 0 in index_select and gather, adds
+//    nothing in scatter_add), and the first thread to meet one claims the device's error record
+//    (index_error.h: mapped page-locked host memory, op, index, dimension and size) unless it is
+//    already claimed. The host reads the record after its next wait for that device (a blocking
+//    copy to or from the host, as item(), printing and .to(cpu) make; cuda::synchronize;
+//    Event::synchronize), empties it and raises ember::Error with the CPU's message, saying that
+//    it was found there. No call waits to report; a clean record costs one load per wait. Only
+//    the first bad index since the last report is kept (not necessarily the first in row-major
+//    order), and the ops queued meanwhile have run on the zeros. Where mapped memory cannot be
+//    allocated, bad indices are ignored silently, as said once on stderr;
 //  * with the environment variable EMBER_CUDA_CHECK_INDICES=1, every call first scans its
 //    indices on the device, waits for the result and raises the CPU's exact error (naming the
 //    first bad index in row-major order) before anything is written.
@@ -28,6 +37,7 @@
 #include <type_traits>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/index_error.h"
 #include "backend/cuda/index_geometry.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/runtime.h"
@@ -40,9 +50,33 @@ namespace {
 __device__ inline int64_t grid_start() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+struct DeviceCas {
+  __device__ uint32_t operator()(uint32_t* word, uint32_t expected, uint32_t desired) const {
+    return atomicCAS(word, expected, desired);
+  }
+};
+struct PublishToHost {
+  __device__ void operator()() const { __threadfence_system(); }
+};
+
+// The rare path, out of line (scalars only, so the geometry parameter stays where it is).
+__device__ __noinline__ void record_bad_index(IndexErrorRecord* record, IndexOp op, int64_t value, int64_t dim,
+                                              int64_t size) {
+  if (record == nullptr) return;  // no mapped memory on this device: ignored silently
+  claim_index_error(record, op, value, dim, size, DeviceCas{}, PublishToHost{});
+}
+
+// Element i's index, read again for the record (on the rare path only).
+__device__ inline int64_t index_at(const int64_t* index, const IndexGeometry& g, int64_t i) {
+  return index[index_offsets(g, i).index];
+}
+
 template <typename T>
-__global__ void gather_kernel(const T* x, const int64_t* index, T* out, IndexGeometry g, int64_t total) {
-  for (int64_t i = grid_start(); i < total; i += grid_stride()) gather_at(x, index, out, g, i);
+__global__ void gather_kernel(const T* x, const int64_t* index, T* out, IndexGeometry g, int64_t total,
+                              IndexErrorRecord* record, IndexOp op) {
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    if (!gather_at(x, index, out, g, i)) record_bad_index(record, op, index_at(index, g, i), g.dim, g.bound);
+  }
 }
 
 // Adds v to *addr for 8- and 16-bit types: a compare-and-swap on the aligned word holding it.
@@ -93,8 +127,13 @@ struct AtomicAdd {
 };
 
 template <typename T>
-__global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, IndexGeometry g, int64_t total) {
-  for (int64_t i = grid_start(); i < total; i += grid_stride()) scatter_add_at(out, index, src, g, i, AtomicAdd{});
+__global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, IndexGeometry g, int64_t total,
+                                   IndexErrorRecord* record) {
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    if (!scatter_add_at(out, index, src, g, i, AtomicAdd{})) {
+      record_bad_index(record, IndexOp::ScatterAdd, index_at(index, g, i), g.dim, g.bound);
+    }
+  }
 }
 
 // EMBER_CUDA_CHECK_INDICES=1: the row-major position of the first index outside [0, bound).
@@ -154,12 +193,13 @@ void validate_indices(const TensorView& index, int64_t bound, const char* op, co
 }
 
 void launch_gather(const TensorView& x, const TensorView& index, const TensorView& out, const IndexGeometry& g,
-                   int64_t total, const char* op) {
+                   int64_t total, IndexOp which, const char* op) {
   const cudaStream_t stream = current_stream(out.device_index);
+  IndexErrorRecord* record = index_error_record(out.device_index);
   const Launch1d l = launch_1d(total);
   kernels::dispatch_all(x.dtype, op, [&]<typename T>() {
-    gather_kernel<T>
-        <<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), index.ptr<const int64_t>(), out.ptr<T>(), g, total);
+    gather_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), index.ptr<const int64_t>(), out.ptr<T>(), g,
+                                                         total, record, which);
   });
   check_launch(op);
 }
@@ -175,7 +215,7 @@ void CudaBackend::index_select(const TensorView& x, int64_t dim, const TensorVie
   DeviceGuard guard(x.device_index);
   validate_indices(index, size, "index_select", [](int64_t) { detail::fail("index out of range in self"); });
   if (out.numel() == 0) return;
-  launch_gather(x, index, out, index_select_geometry(x, dim, index), out.numel(), "index_select");
+  launch_gather(x, index, out, index_select_geometry(x, dim, index), out.numel(), IndexOp::IndexSelect, "index_select");
 }
 
 void CudaBackend::gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) {
@@ -198,7 +238,7 @@ void CudaBackend::gather(const TensorView& x, int64_t dim, const TensorView& ind
     detail::fail("index ", v, " is out of bounds for dimension ", dim, " with size ", size);
   });
   if (index.numel() == 0) return;
-  launch_gather(x, index, out, gather_geometry(x, dim, index), index.numel(), "gather");
+  launch_gather(x, index, out, gather_geometry(x, dim, index), index.numel(), IndexOp::Gather, "gather");
 }
 
 void CudaBackend::scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) {
@@ -223,10 +263,11 @@ void CudaBackend::scatter_add(const TensorView& out, int64_t dim, const TensorVi
   const IndexGeometry g = scatter_add_geometry(out, dim, index, src);
   const int64_t total = index.numel();
   const cudaStream_t stream = current_stream(out.device_index);
+  IndexErrorRecord* record = index_error_record(out.device_index);
   const Launch1d l = launch_1d(total);
   kernels::dispatch_all(out.dtype, "scatter_add", [&]<typename T>() {
-    scatter_add_kernel<T>
-        <<<l.blocks, l.threads, 0, stream>>>(out.ptr<T>(), index.ptr<const int64_t>(), src.ptr<const T>(), g, total);
+    scatter_add_kernel<T><<<l.blocks, l.threads, 0, stream>>>(out.ptr<T>(), index.ptr<const int64_t>(),
+                                                              src.ptr<const T>(), g, total, record);
   });
   check_launch("scatter_add");
 }

@@ -84,6 +84,18 @@ class Workspace {
   int device_ = 0;
 };
 
+/// Deferred reporting of out-of-range indices (index_error.h): the device address of `device`'s
+/// error record for the indexing kernels, allocated on first use as mapped page-locked host
+/// memory; nullptr where that memory cannot be had (said once on stderr), and the kernels then
+/// ignore bad indices silently. Call inside a DeviceGuard for that device.
+struct IndexErrorRecord;
+IndexErrorRecord* index_error_record(int device);
+
+/// Call after the host has waited for `device` (or the stream that ran the work): throws
+/// ember::Error with the CPU's message when a kernel recorded an out-of-range index, leaving the
+/// record empty. A plain read of host memory when nothing was recorded.
+void raise_pending_index_error(int device);
+
 /// Whether float32 matrix products and convolutions may use TF32 tensor cores
 /// (ember::cuda::set_allow_tf32; off by default, like PyTorch's matmul setting).
 bool allow_tf32();
