@@ -25,6 +25,13 @@
 #   GPU_CHECK_CPU_CNN_LIMIT  --limit for the CPU cnn run only [10000]: a full CPU epoch of the cnn
 #                         takes minutes, and samples/s does not depend on the limit
 #   GPU_CHECK_SANITIZER_TIMEOUT  seconds for compute-sanitizer [180]
+#   GPU_CHECK_BUNDLE      dependencies packed by tools/gpu-bundle.sh, for a machine without ember's
+#                         Debian packages [.gpu-bundle when it holds deps.tar.gz]; "none": never
+#   GPU_CHECK_ARCHIVE     also pack LOGDIR (without model files) into this .tar.gz at the end
+#
+# On the lent GPU machine (bare and offline; docs/GPU-CHECK.md): run tools/gpu-bundle.sh here first,
+# then one device call that carries .gpu-bundle and runs
+#   tools/gpu-check.sh /tmp/gpu-check; rc=$?  (with GPU_CHECK_ARCHIVE=$OUT/gpu-check.tar.gz)
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -45,6 +52,12 @@ for candidate in "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" /usr/loca
 done
 GPU=1
 [[ $DEVICE == cpu ]] && GPU=0
+BUNDLE=${GPU_CHECK_BUNDLE:-}
+[[ -z $BUNDLE && -f .gpu-bundle/deps.tar.gz ]] && BUNDLE=.gpu-bundle
+[[ $BUNDLE == none ]] && BUNDLE=""
+declare -a CONFIGURE_EXTRA=()
+# shellcheck source=tools/gpu-check-env.sh
+source tools/gpu-check-env.sh
 
 # ---- stage bookkeeping ----
 declare -a STAGES=()
@@ -89,6 +102,18 @@ skip_stage() {
 }
 
 # ---- 1. the machine ----
+record_machine >"$LOGDIR/machine.log" 2>&1 || true
+cat "$LOGDIR/machine.log"
+if [[ -n $BUNDLE ]]; then
+  if [[ ! -f $BUNDLE/deps.tar.gz ]]; then
+    fail_stage bundle "$BUNDLE/deps.tar.gz not found (made by tools/gpu-bundle.sh)"
+  else
+    run_stage bundle "$LOGDIR/bundle.log" use_bundle "$BUNDLE"
+    # run_stage ran it in a pipeline's subshell; again here, for its variables (unpacked by now).
+    [[ ${STATUS[bundle]} == ok* ]] && use_bundle "$BUNDLE" >/dev/null
+  fi
+fi
+find_cudnn
 if [[ $GPU -eq 1 ]]; then
   if command -v nvidia-smi >/dev/null; then
     run_stage nvidia-smi "$LOGDIR/nvidia-smi.log" nvidia-smi
@@ -114,11 +139,13 @@ else
   else
     configure+=(-UCMAKE_CUDA_ARCHITECTURES)
   fi
-  if [[ $GPU -eq 0 ]]; then
+  # A rehearsal without a GPU still builds the CUDA preset where the toolkit is installed.
+  if [[ $GPU -eq 0 ]] && ! command -v nvcc >/dev/null; then
     configure=(cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_BUILD_BENCHMARKS=OFF
       -DEMBER_BUILD_EXAMPLES=OFF)
   fi
   command -v ccache >/dev/null && configure+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  configure+=("${CONFIGURE_EXTRA[@]}")
   run_stage configure "$LOGDIR/configure.log" "${configure[@]}"
   if [[ ${STATUS[configure]} == ok* ]]; then
     run_stage build "$LOGDIR/build.log" cmake --build "$BUILD" -j"$JOBS"
@@ -128,6 +155,14 @@ else
 fi
 BUILT=0
 [[ -x $BUILD/ember ]] && BUILT=1
+
+# The suite's training tests read Fashion-MNIST where Debian installs it. On a machine without it
+# the bundle's copy is linked there (as root; else those tests skip, saying why).
+if [[ -n $BUNDLE && ! -e /usr/share/datasets/fashion-mnist && -d $BUNDLE/fashion-mnist && $(id -u) -eq 0 ]]; then
+  mkdir -p /usr/share/datasets
+  ln -s "$(cd "$BUNDLE/fashion-mnist" && pwd)" /usr/share/datasets/fashion-mnist
+  echo "linked /usr/share/datasets/fashion-mnist to $BUNDLE/fashion-mnist for the suite"
+fi
 
 # ---- 3. the test suite ----
 if [[ ${GPU_CHECK_SKIP_TESTS:-0} == 1 ]]; then
@@ -159,8 +194,8 @@ fi
 # ---- 5. training ----
 find_data() {
   local d
-  for d in ${GPU_CHECK_DATA:+"$GPU_CHECK_DATA"} /usr/share/datasets/fashion-mnist shared/fashion-mnist \
-    ../shared/fashion-mnist data/fashion-mnist; do
+  for d in ${GPU_CHECK_DATA:+"$GPU_CHECK_DATA"} /usr/share/datasets/fashion-mnist ${BUNDLE:+"$BUNDLE/fashion-mnist"} \
+    shared/fashion-mnist ../shared/fashion-mnist data/fashion-mnist; do
     if [[ -e $d/train-images-idx3-ubyte || -e $d/train-images-idx3-ubyte.gz ]]; then
       echo "$d"
       return 0
@@ -305,5 +340,11 @@ declare -A SPS=()
   echo
   if [[ $FAILED -eq 0 ]]; then echo "Result: every stage passed."; else echo "Result: FAILED (see the stages above)."; fi
 } | tee "$LOGDIR/summary.md"
+
+# One file to bring back (the device tool returns at most 8); model files are left out for size.
+if [[ -n ${GPU_CHECK_ARCHIVE:-} ]]; then
+  tar -czf "$GPU_CHECK_ARCHIVE" --exclude='*.safetensors' -C "$(dirname "$LOGDIR")" "$(basename "$LOGDIR")" &&
+    echo "logs packed into $GPU_CHECK_ARCHIVE ($(stat -c %s "$GPU_CHECK_ARCHIVE") bytes)"
+fi
 
 exit "$FAILED"
