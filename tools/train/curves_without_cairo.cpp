@@ -11,8 +11,9 @@ namespace ember::train {
 namespace {
 
 [[noreturn]] void fail_without_cairo(const std::string& what) {
-  throw Error(what + ": this ember was built without cairo, which draws and reads PNG files; install cairo's "
-                     "development files (Debian: libcairo2-dev) and configure again (EMBER_WITH_CAIRO=ON insists)");
+  throw Error(what +
+              ": this ember was built without cairo, which draws and reads PNG files; install cairo's "
+              "development files (Debian: libcairo2-dev) and configure again (EMBER_WITH_CAIRO=ON insists)");
 }
 
 }  // namespace
