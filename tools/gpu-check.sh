@@ -4,9 +4,9 @@
 #   2. configure and build build-gpu (the "cuda" preset: CUDA required; warnings not errors here),
 #      for the GPU's own architecture, without benchmarks and examples;
 #   3. the whole test suite (ctest), in which the device-parity suites now run instead of skipping;
-#   4. compute-sanitizer memcheck over the device suites, when it is installed;
-#   5. one epoch of mlp and cnn with `ember train` on the GPU and on the CPU, then a table of
+#   4. one epoch of mlp and cnn with `ember train` on the GPU and on the CPU, then a table of
 #      throughput, accuracy and peak GPU memory, with the GPU/CPU speedup (LOGDIR/summary.md);
+#   5. compute-sanitizer memcheck over the device suites, when it is installed;
 #   6. with two or more GPUs and Open MPI: one cnn epoch on 2 ranks over NCCL (`mpirun -np 2`).
 # Every stage's exit status is recorded; a failed stage does not stop the later ones. The script
 # exits non-zero when any stage failed, after printing the table. Nothing is downloaded: without
@@ -29,6 +29,8 @@
 #                         Debian packages [.gpu-bundle when it holds deps.tar.gz]; "none": never
 #   GPU_CHECK_ARCHIVE     also pack LOGDIR (without model files) into this .tar.gz at the end
 #   GPU_CHECK_WERROR      1: compiler warnings are errors, as in CI [0]
+#   GPU_CHECK_DEADLINE    seconds after the start by which everything, the table included, must be
+#                         done: the suite is cut to leave 150 s, the sanitizer to leave 20 [none]
 #
 # On the lent GPU machine (bare and offline; docs/GPU-CHECK.md): run tools/gpu-bundle.sh here first,
 # then one device call that carries .gpu-bundle and runs
@@ -100,6 +102,24 @@ skip_stage() {
   STATUS[$1]="skipped: $2"
   echo
   echo "==== $1: skipped: $2"
+}
+
+# ---- the time limit ----
+# GPU_CHECK_DEADLINE: seconds after the start by which the script must have ended (the device
+# tool kills a command at its time limit, and then neither the table nor the archive is made).
+DEADLINE=${GPU_CHECK_DEADLINE:-0}
+# time_for WANTED RESERVE: WANTED seconds, cut so that RESERVE seconds remain before the deadline
+# (at least 1); WANTED itself without a deadline.
+time_for() {
+  local wanted=$1 reserve=$2
+  if [[ $DEADLINE -le 0 ]]; then
+    echo "$wanted"
+    return 0
+  fi
+  local left=$((DEADLINE - SECONDS - reserve))
+  ((left < 1)) && left=1
+  ((left < wanted)) && wanted=$left
+  echo "$wanted"
 }
 
 # ---- 1. the machine ----
@@ -174,28 +194,15 @@ if [[ ${GPU_CHECK_SKIP_TESTS:-0} == 1 ]]; then
 elif [[ ! -x $BUILD/tests/ember_tests ]]; then
   fail_stage ctest "$BUILD/tests/ember_tests was not built"
 else
-  run_stage ctest "$LOGDIR/ctest.log" ctest --test-dir "$BUILD" -j4 --output-on-failure
+  # Bounded so that the training runs (the table) still fit before the deadline.
+  CTEST_TIMEOUT=$(time_for 100000 150)
+  run_stage ctest "$LOGDIR/ctest.log" timeout "$CTEST_TIMEOUT" ctest --test-dir "$BUILD" -j4 --output-on-failure
+  [[ ${STATUS[ctest]} == *"exit 124"* ]] && STATUS[ctest]+=" — stopped after ${CTEST_TIMEOUT} s (GPU_CHECK_DEADLINE)"
   # Which device cases ran and which skipped, for the record.
   "$BUILD/tests/ember_tests" --gtest_filter='*Device*:*Cuda*' --gtest_brief=1 >"$LOGDIR/device-suites.log" 2>&1 || true
 fi
 
-# ---- 4. compute-sanitizer ----
-if [[ $GPU -eq 0 ]]; then
-  skip_stage sanitizer "GPU_CHECK_DEVICE=$DEVICE"
-elif [[ ${GPU_CHECK_SKIP_TESTS:-0} == 1 ]]; then
-  skip_stage sanitizer "GPU_CHECK_SKIP_TESTS=1"
-elif [[ -z $SANITIZER ]]; then
-  skip_stage sanitizer "compute-sanitizer is not installed (not on PATH nor in \$CUDA_HOME/bin or /usr/local/cuda/bin)"
-elif [[ ! -x $BUILD/tests/ember_tests ]]; then
-  skip_stage sanitizer "$BUILD/tests/ember_tests was not built"
-else
-  # Memcheck slows kernels down a hundredfold; the time limit keeps the whole check bounded.
-  run_stage sanitizer "$LOGDIR/sanitizer.log" timeout "$SANITIZER_TIMEOUT" "$SANITIZER" --tool memcheck \
-    --error-exitcode 97 "$BUILD/tests/ember_tests" --gtest_filter='*Device*:*Cuda*'
-  [[ ${STATUS[sanitizer]} == *"exit 124"* ]] && STATUS[sanitizer]+=" — timed out after ${SANITIZER_TIMEOUT} s"
-fi
-
-# ---- 5. training ----
+# ---- 4. training ----
 find_data() {
   local d
   for d in ${GPU_CHECK_DATA:+"$GPU_CHECK_DATA"} /usr/share/datasets/fashion-mnist ${BUNDLE:+"$BUNDLE/fashion-mnist"} \
@@ -241,7 +248,7 @@ else
         nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$out/nvidia-smi-memory.log" 2>&1 &
         smi_pid=$!
       fi
-      run_stage "train-$model-$label" "$out/train.log" "$BUILD/ember" "${args[@]}"
+      run_stage "train-$model-$label" "$out/train.log" timeout "$(time_for 100000 15)" "$BUILD/ember" "${args[@]}"
       if [[ -n $smi_pid ]]; then
         kill "$smi_pid" 2>/dev/null || true
         wait "$smi_pid" 2>/dev/null || true
@@ -249,6 +256,23 @@ else
       RUNS+=("$model|$role|$label|$out|${limit:-all}")
     done
   done
+fi
+
+# ---- 5. compute-sanitizer (after training, so that the table is there when time runs short) ----
+if [[ $GPU -eq 0 ]]; then
+  skip_stage sanitizer "GPU_CHECK_DEVICE=$DEVICE"
+elif [[ ${GPU_CHECK_SKIP_TESTS:-0} == 1 ]]; then
+  skip_stage sanitizer "GPU_CHECK_SKIP_TESTS=1"
+elif [[ -z $SANITIZER ]]; then
+  skip_stage sanitizer "compute-sanitizer is not installed (not on PATH nor in \$CUDA_HOME/bin or /usr/local/cuda/bin)"
+elif [[ ! -x $BUILD/tests/ember_tests ]]; then
+  skip_stage sanitizer "$BUILD/tests/ember_tests was not built"
+else
+  # Memcheck slows kernels down a hundredfold; the time limit keeps the whole check bounded.
+  SANITIZER_TIMEOUT=$(time_for "$SANITIZER_TIMEOUT" 20)
+  run_stage sanitizer "$LOGDIR/sanitizer.log" timeout "$SANITIZER_TIMEOUT" "$SANITIZER" --tool memcheck \
+    --error-exitcode 97 "$BUILD/tests/ember_tests" --gtest_filter='*Device*:*Cuda*'
+  [[ ${STATUS[sanitizer]} == *"exit 124"* ]] && STATUS[sanitizer]+=" — timed out after ${SANITIZER_TIMEOUT} s"
 fi
 
 # ---- 6. data parallelism over NCCL, on two GPUs ----
