@@ -9,34 +9,13 @@ gradient). The metadata entry "case<i>" holds the arguments as
 "fn,reduction,label_smoothing,ignore_index,name" with fn "nll" or "ce" and reduction "none",
 "mean" or "sum"; "count" is the number of cases.
 
-Run: /path/to/python-with-torch tools/gen_loss_golden.py  (safetensors optional: without it the
-file is written by a small writer here, in the reference's layout)
+Run: /path/to/python-with-torch-and-safetensors tools/gen_loss_golden.py
 """
-import json
 import os
-import struct
 
 import torch
 import torch.nn.functional as F
-
-try:
-    from safetensors.torch import save_file
-except ImportError:  # the benchmark venv has torch but not safetensors: the format is simple
-    _DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.int64: "I64"}
-
-    def save_file(tensors, path, metadata):
-        header, blobs, offset = {"__metadata__": metadata}, [], 0
-        # The reference's layout: widest dtype first, then by name.
-        for name in sorted(tensors, key=lambda k: (-tensors[k].element_size(), k)):
-            data = tensors[name].contiguous().numpy().tobytes()
-            header[name] = {"dtype": _DTYPES[tensors[name].dtype], "shape": list(tensors[name].shape),
-                            "data_offsets": [offset, offset + len(data)]}
-            blobs.append(data)
-            offset += len(data)
-        text = json.dumps(header, separators=(",", ":")).encode()
-        text += b" " * (-len(text) % 8)
-        with open(path, "wb") as f:
-            f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+from safetensors.torch import save_file
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "nn", "golden")
 
@@ -126,7 +105,7 @@ def main():
             tensors[p + "w"] = w
         meta[f"case{i}"] = f"{fn},{reduction},{ls},{ignore_index},{name}"
     meta["count"] = str(len(cases))
-    save_file({k: v.contiguous() for k, v in tensors.items()}, os.path.join(OUT, "loss_golden.safetensors"), meta)
+    save_file({k: v.clone().contiguous() for k, v in tensors.items()}, os.path.join(OUT, "loss_golden.safetensors"), meta)
     print(f"{len(cases)} cases")
 
 

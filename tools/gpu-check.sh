@@ -129,9 +129,14 @@ if [[ -n $BUNDLE ]]; then
   if [[ ! -f $BUNDLE/deps.tar.gz ]]; then
     fail_stage bundle "$BUNDLE/deps.tar.gz not found (made by tools/gpu-bundle.sh)"
   else
-    run_stage bundle "$LOGDIR/bundle.log" use_bundle "$BUNDLE"
-    # run_stage ran it in a pipeline's subshell; again here, for its variables (unpacked by now).
-    [[ ${STATUS[bundle]} == ok* ]] && use_bundle "$BUNDLE" >/dev/null
+    # In this shell, not through run_stage's pipeline: its exports and CMake settings must stay.
+    if use_bundle "$BUNDLE" >"$LOGDIR/bundle.log" 2>&1; then
+      STAGES+=(bundle)
+      STATUS[bundle]="ok"
+    else
+      fail_stage bundle "could not unpack $BUNDLE/deps.tar.gz (log $LOGDIR/bundle.log)"
+    fi
+    cat "$LOGDIR/bundle.log"
   fi
 fi
 find_cudnn
