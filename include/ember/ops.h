@@ -1,6 +1,7 @@
 #pragma once
 /// Free-function forms of tensor operations (the same ones Tensor's methods call).
 #include <optional>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -33,6 +34,12 @@ Tensor logical_not(const Tensor& a);
 Tensor isfinite(const Tensor& x);
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
+/// A 0-dim bool tensor, true when every element of every tensor is finite (undefined, integer
+/// and bool tensors count as finite); on the tensors' device, or the CPU when there are none.
+/// One read of each element with no temporaries and, on a GPU, one kernel launch per 32 tensors
+/// of a dtype without waiting for the device: `item<bool>()` waits when the answer is needed.
+/// The trainer checks the loss and every gradient with it after each backward pass.
+Tensor all_finite(std::span<const Tensor> tensors);
 /// cond ? a : b element-wise; `cond` must be bool.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);

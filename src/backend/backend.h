@@ -169,6 +169,11 @@ class Backend {
   /// out (already holding a copy of the input) += src scattered at index along dim.
   virtual void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) = 0;
 
+  /// Writes 1 to `out` (a 0-dim bool on this device) when every element of every view is finite,
+  /// 0 otherwise, without waiting for the device. The views are contiguous, of floating dtypes,
+  /// on out's device; there may be none.
+  virtual void all_finite(std::span<const TensorView> xs, const TensorView& out) = 0;
+
   /// Fused optimizer updates, one pass over a parameter (kernels/optim_ops.h has the math). All
   /// views are contiguous, of one size and of one dtype, float32 or float64; state views are
   /// updated in place, and a state view the update does not use (no momentum, no amsgrad) has

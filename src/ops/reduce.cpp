@@ -1,5 +1,7 @@
 // Reductions: dimension handling and result dtypes here; the backend reduces the trailing dims.
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "autograd/node.h"
@@ -281,6 +283,24 @@ Tensor Tensor::var(IntList dims, int64_t correction, bool keepdim) const {
 Tensor Tensor::std() const { return ember::std(*this); }
 Tensor Tensor::std(IntList dims, int64_t correction, bool keepdim) const {
   return ember::std(*this, dims, correction, keepdim);
+}
+
+Tensor all_finite(std::span<const Tensor> tensors) {
+  std::optional<Device> device;
+  std::vector<Tensor> checked;  // kept alive while the backend reads their views
+  for (const Tensor& t : tensors) {
+    if (!t.defined() || !t.is_floating_point()) continue;
+    if (!device) device = t.device();
+    EMBER_CHECK(t.device() == *device, "all_finite: expected all tensors to be on the same device, but found at least "
+                "two devices, ", *device, " and ", t.device(), "!");
+    if (t.numel() > 0) checked.push_back(t.contiguous());
+  }
+  Tensor out = empty({}, TensorOptions().dtype(kBool).device(device.value_or(Device(DeviceType::CPU))));
+  std::vector<TensorView> views;
+  views.reserve(checked.size());
+  for (const Tensor& t : checked) views.push_back(view_of(t));
+  backend_for(out.device()).all_finite(views, view_of(out));
+  return out;
 }
 
 }  // namespace ember

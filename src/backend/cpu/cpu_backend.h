@@ -6,6 +6,7 @@
 //   matmul.cpp       matrix products (BLAS)       indexing.cpp     index_select, gather, scatter_add
 //   conv.cpp         2-D convolution              pool.cpp         2-D max/average pooling
 //   random.cpp       the default generator        optim.cpp        fused optimizer updates
+//   finite.cpp       all_finite (the trainer's per-step check)
 #include "backend/backend.h"
 
 namespace ember::cpu {
@@ -48,6 +49,7 @@ class CpuBackend final : public Backend {
   void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) override;
 
+  void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step) override;
   void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,

@@ -8,6 +8,7 @@
 //   conv.cpp          2-D convolution (cuDNN)              pool.cu        2-D max/average pooling
 //   random.cu         the Philox generator, randperm (CUB radix sort)
 //   optim.cu          fused optimizer updates (SGD, Adam/AdamW, Adadelta)
+//   finite.cu         all_finite (the trainer's per-step check, finite_plan.h)
 // Shared plumbing: runtime.h (checked calls, devices, streams, library handles), launch.h (grid
 // arithmetic, host-tested), caching_allocator.h (the memory pool, host-tested).
 //
@@ -51,6 +52,7 @@ class CudaBackend final : public Backend {
   void index_select(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) override;
+  void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step) override;
   void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
