@@ -169,6 +169,24 @@ class Backend {
   /// out (already holding a copy of the input) += src scattered at index along dim.
   virtual void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) = 0;
 
+  /// Cross-entropy of each row of `logits` ([N, C], contiguous, float32 or float64) against its
+  /// class in `target` ([N], int64), the forward pass of log_softmax and nll_loss in one:
+  /// loss[n] = -log_softmax(logits[n])[t] * w[t] and row_weight[n] = w[t] (w = `weight`, [C] of
+  /// logits' dtype, or all ones when it has null data), both 0 where t == ignore_index. `stats`
+  /// ([N, 2], logits' dtype) receives each row's max and log(sum(exp(x - max))) for the backward
+  /// pass. A target outside [0, C) that is not ignore_index throws "Target t is out of bounds."
+  /// on the CPU; CUDA counts the row as ignored and reports it at the next wait (index_error.h).
+  virtual void cross_entropy(const TensorView& logits, const TensorView& target, const TensorView& weight,
+                             int64_t ignore_index, const TensorView& loss, const TensorView& row_weight,
+                             const TensorView& stats) = 0;
+  /// The gradient of cross_entropy's `loss` with respect to `logits`, given its gradient
+  /// `grad_loss` ([N]): with s = -(grad_loss[n] * w[t]) (0 on ignored rows),
+  /// grad_logits[n, c] = (c == t ? s : 0) - exp(log_softmax(logits[n])[c]) * s, which is what
+  /// nll_loss's and log_softmax's backward passes compute one after the other.
+  virtual void cross_entropy_backward(const TensorView& grad_loss, const TensorView& logits, const TensorView& target,
+                                      const TensorView& weight, int64_t ignore_index, const TensorView& stats,
+                                      const TensorView& grad_logits) = 0;
+
   /// Writes 1 to `out` (a 0-dim bool on this device) when every element of every view is finite,
   /// 0 otherwise, without waiting for the device. The views are contiguous, of floating dtypes,
   /// on out's device; there may be none.
@@ -202,6 +220,11 @@ const char* pool2d_name(PoolKind kind, bool backward);
 /// Throws unless a (non-adaptive) window is valid: positive kernel, stride and dilation,
 /// non-negative padding.
 void check_pool2d_args(const Pool2dArgs& args, const char* op);
+/// Throws unless the views are what Backend::cross_entropy and its backward pass take: logits
+/// [N, C] contiguous float32/float64, target [N] contiguous int64, weight null or [C] of the
+/// logits' dtype.
+void check_cross_entropy_views(const char* op, const TensorView& logits, const TensorView& target,
+                               const TensorView& weight);
 
 /// The checks every backend's sgd_step/adam_step makes: a float32/float64 contiguous parameter,
 /// and gradient and state views (those with data) of its dtype, size and device, contiguous.

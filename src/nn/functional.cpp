@@ -1,4 +1,5 @@
-// nn.functional, composed from ember's differentiable ops (autograd comes with them).
+// nn.functional, composed from ember's differentiable ops (autograd comes with them), except for
+// class-index cross-entropy's common case, which is one fused op (src/ops/cross_entropy.cpp).
 #include "ember/nn/functional.h"
 
 #include <initializer_list>
@@ -9,6 +10,7 @@
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "ops/cross_entropy.h"
 
 namespace ember::nn::functional {
 
@@ -265,6 +267,20 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduct
   check_class_targets(input, target, "cross_entropy");
   check_class_weight(input, weight);
   const bool may_ignore = scan_class_targets(input, target, ignore_index);
+  if (ember::detail::cross_entropy_rows_apply(input, weight, label_smoothing)) {
+    // One fused op for the per-sample terms (src/ops/cross_entropy.cpp); reduced as below.
+    const bool single = input.dim() == 1;
+    const ember::detail::ClassLossRows rows = ember::detail::cross_entropy_rows(
+        single ? input.unsqueeze(0) : input, single ? target.reshape({1}) : target, weight, ignore_index);
+    switch (reduction) {
+      case Reduction::None:
+        return single ? rows.loss.reshape({}) : rows.loss;
+      case Reduction::Sum:
+        return rows.loss.sum();
+      case Reduction::Mean:
+        return weight.defined() || may_ignore ? rows.loss.sum() / rows.weight.sum() : rows.loss.mean();
+    }
+  }
   Tensor log_probs = ember::log_softmax(input, class_dim);
   const WeightedNll nll = weighted_nll(log_probs, target, weight, ignore_index, may_ignore);
   Tensor loss = reduce_class_loss(nll.loss, nll, reduction);

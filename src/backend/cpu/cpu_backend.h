@@ -2,7 +2,7 @@
 // The CPU backend. Its methods are implemented one op family per file in this folder:
 //   cpu_backend.cpp  memory, host copies         copy.cpp         copy (any strides/dtypes), fill
 //   elementwise.cpp  unary, binary, where, clamp
-//   reduce.cpp       reductions                   softmax.cpp      softmax, log_softmax
+//   reduce.cpp       reductions                   softmax.cpp      softmax, log_softmax, cross_entropy
 //   matmul.cpp       matrix products (BLAS)       indexing.cpp     index_select, gather, scatter_add
 //   conv.cpp         2-D convolution              pool.cpp         2-D max/average pooling
 //   random.cpp       the default generator        optim.cpp        fused optimizer updates
@@ -49,6 +49,11 @@ class CpuBackend final : public Backend {
   void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) override;
 
+  void cross_entropy(const TensorView& logits, const TensorView& target, const TensorView& weight, int64_t ignore_index,
+                     const TensorView& loss, const TensorView& row_weight, const TensorView& stats) override;
+  void cross_entropy_backward(const TensorView& grad_loss, const TensorView& logits, const TensorView& target,
+                              const TensorView& weight, int64_t ignore_index, const TensorView& stats,
+                              const TensorView& grad_logits) override;
   void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step) override;

@@ -1,4 +1,5 @@
-// CpuBackend::softmax: softmax and log-softmax along the last dimension of a contiguous tensor.
+// CpuBackend::softmax: softmax and log-softmax along the last dimension of a contiguous tensor;
+// CpuBackend::cross_entropy: log_softmax and nll_loss fused, forward and backward.
 //
 // Rows are handled in L1-sized blocks: each row's maximum, then x - max for the whole block,
 // exp over the block as one flat vectorised loop (so short rows vectorise as well as long
@@ -16,6 +17,7 @@
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
+#include "kernels/elementwise_ops.h"
 
 namespace ember::cpu {
 namespace {
@@ -79,10 +81,11 @@ S row_sum(const S* t, int64_t n) {
   return sum;
 }
 
-// A block of rows (x and y may alias). The exp runs as one flat loop over the whole block in
-// the scratch buffer `t`, so short rows ([64, 10]) vectorise as well as long ones.
+// Each row's maximum and sum of exp(x - max) for a block of rows; `t` receives exp(x - max).
+// The exp runs as one flat loop over the whole block, so short rows ([64, 10]) vectorise as well
+// as long ones. Shared by softmax, log_softmax and cross_entropy, which therefore agree.
 template <typename S, typename T>
-void softmax_block(const T* x, T* y, int64_t rows, int64_t n, bool log, S* t, S* maxes) {
+void row_stats(const T* x, int64_t rows, int64_t n, S* t, S* maxes, S* sums) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * n;
     S* tr = t + r * n;
@@ -93,8 +96,15 @@ void softmax_block(const T* x, T* y, int64_t rows, int64_t n, bool log, S* t, S*
   const int64_t m = rows * n;
 #pragma omp simd
   for (int64_t i = 0; i < m; ++i) t[i] = exp_of(t[i]);
+  for (int64_t r = 0; r < rows; ++r) sums[r] = row_sum(t + r * n, n);
+}
+
+// A block of rows (x and y may alias); t, maxes and sums are scratch.
+template <typename S, typename T>
+void softmax_block(const T* x, T* y, int64_t rows, int64_t n, bool log, S* t, S* maxes, S* sums) {
+  row_stats(x, rows, n, t, maxes, sums);
   for (int64_t r = 0; r < rows; ++r) {
-    const S sum = row_sum(t + r * n, n);
+    const S sum = sums[r];
     const T* xr = x + r * n;
     const S* tr = t + r * n;
     T* yr = y + r * n;
@@ -110,19 +120,87 @@ void softmax_block(const T* x, T* y, int64_t rows, int64_t n, bool log, S* t, S*
   }
 }
 
-template <typename T>
-void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
-  using S = compute_t<T>;  // float for the 16-bit types: widened once, rounded once
+/// Calls block(first_row, count, t, maxes, sums) over [0, rows) in blocks of L1-sized rows, on
+/// several threads when the work is large, with per-thread scratch for row_stats.
+template <typename S, typename Block>
+void for_each_row_block(int64_t rows, int64_t n, const Block& block) {
   const int64_t block_rows = std::max<int64_t>(1, kBlockElements / n);
   parallel_for(rows, std::max<int64_t>(1, kGrainSize / n), [&](int64_t begin, int64_t end) {
     std::vector<S> scratch(std::min(end - begin, block_rows) * n);
     std::vector<S> maxes(std::min(end - begin, block_rows));
+    std::vector<S> sums(maxes.size());
     for (int64_t r = begin; r < end; r += block_rows) {
-      int64_t count = std::min(block_rows, end - r);
-      softmax_block(x + r * n, y + r * n, count, n, log, scratch.data(), maxes.data());
+      block(r, std::min(block_rows, end - r), scratch.data(), maxes.data(), sums.data());
     }
   });
 }
+
+template <typename T>
+void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
+  using S = compute_t<T>;  // float for the 16-bit types: widened once, rounded once
+  for_each_row_block<S>(rows, n, [&](int64_t r, int64_t count, S* t, S* maxes, S* sums) {
+    softmax_block(x + r * n, y + r * n, count, n, log, t, maxes, sums);
+  });
+}
+
+// cross_entropy's rows (float and double only: T is its own compute type). The log-probability
+// of the target is log_softmax's own expression, so the loss is -log_softmax(x)[t] * w[t] with
+// the bits of the two ops run one after the other.
+template <typename T>
+void cross_entropy_rows(const T* x, const int64_t* target, const T* weight, int64_t ignore_index, T* loss,
+                        T* row_weight, T* stats, int64_t rows, int64_t n) {
+  for_each_row_block<T>(rows, n, [&](int64_t r0, int64_t count, T* t, T* maxes, T* sums) {
+    row_stats(x + r0 * n, count, n, t, maxes, sums);
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t r = r0 + k;
+      const T max = maxes[k], log_sum = std::log(sums[k]);
+      stats[2 * r] = max;
+      stats[2 * r + 1] = log_sum;
+      const int64_t c = target[r];
+      if (c == ignore_index) {
+        loss[r] = T(0);
+        row_weight[r] = T(0);
+        continue;
+      }
+      const T nll = -(x[r * n + c] - max - log_sum);
+      loss[r] = weight != nullptr ? nll * weight[c] : nll;
+      row_weight[r] = weight != nullptr ? weight[c] : T(1);
+    }
+  });
+}
+
+template <typename T>
+void cross_entropy_backward_rows(const T* grad_loss, const T* x, const int64_t* target, const T* weight,
+                                 int64_t ignore_index, const T* stats, T* grad_x, int64_t rows, int64_t n) {
+  parallel_for(rows, std::max<int64_t>(1, kGrainSize / n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t c = target[r];
+      const bool ignored = c == ignore_index;
+      // nll_loss's backward puts s at the target's column (column 0, unweighted, on an ignored
+      // row, where it is zero); log_softmax's then subtracts exp(y) times the row's sum, s.
+      const int64_t column = ignored ? 0 : c;
+      const T g = ignored ? T(0) : grad_loss[r];
+      const T s = -(weight != nullptr && !ignored ? g * weight[c] : g);
+      const T max = stats[2 * r], log_sum = stats[2 * r + 1];
+      const T* xr = x + r * n;
+      T* gr = grad_x + r * n;
+      for (int64_t i = 0; i < n; ++i) {
+        const T y = xr[i] - max - log_sum;
+        gr[i] = T(0) - kernels::Exp{}(y) * s;
+      }
+      gr[column] = s - kernels::Exp{}(xr[column] - max - log_sum) * s;
+    }
+  });
+}
+
+/// The CPU checks every target before computing anything, as PyTorch's kernel does.
+void check_targets(const TensorView& target, int64_t classes, int64_t ignore_index) {
+  const int64_t* t = target.ptr<const int64_t>();
+  for (int64_t i = 0, n = target.numel(); i < n; ++i) {
+    EMBER_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < classes), "Target ", t[i], " is out of bounds.");
+  }
+}
+
 
 }  // namespace
 
@@ -135,6 +213,38 @@ void CpuBackend::softmax(const TensorView& x, const TensorView& out, bool log) {
   if (total == 0) return;
   dispatch_floating(x.dtype, name,
                     [&]<typename T>() { softmax_rows(x.ptr<const T>(), out.ptr<T>(), total / n, n, log); });
+}
+
+
+void CpuBackend::cross_entropy(const TensorView& logits, const TensorView& target, const TensorView& weight,
+                               int64_t ignore_index, const TensorView& loss, const TensorView& row_weight,
+                               const TensorView& stats) {
+  check_cross_entropy_views("cross_entropy", logits, target, weight);
+  const int64_t rows = logits.sizes[0], n = logits.sizes[1];
+  if (rows == 0) return;
+  EMBER_CHECK(n > 0, "[cross_entropy] expects at least one class");
+  check_targets(target, n, ignore_index);
+  dispatch_floating(logits.dtype, "cross_entropy", [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      cross_entropy_rows(logits.ptr<const T>(), target.ptr<const int64_t>(), weight.ptr<const T>(), ignore_index,
+                         loss.ptr<T>(), row_weight.ptr<T>(), stats.ptr<T>(), rows, n);
+    }
+  });
+}
+
+void CpuBackend::cross_entropy_backward(const TensorView& grad_loss, const TensorView& logits, const TensorView& target,
+                                        const TensorView& weight, int64_t ignore_index, const TensorView& stats,
+                                        const TensorView& grad_logits) {
+  check_cross_entropy_views("cross_entropy_backward", logits, target, weight);
+  const int64_t rows = logits.sizes[0], n = logits.sizes[1];
+  if (rows == 0 || n == 0) return;
+  dispatch_floating(logits.dtype, "cross_entropy_backward", [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      cross_entropy_backward_rows(grad_loss.ptr<const T>(), logits.ptr<const T>(), target.ptr<const int64_t>(),
+                                  weight.ptr<const T>(), ignore_index, stats.ptr<const T>(), grad_logits.ptr<T>(),
+                                  rows, n);
+    }
+  });
 }
 
 }  // namespace ember::cpu

@@ -4,6 +4,7 @@
 //   cuda_backend.cpp  memory, host copies, registration    copy.cu        copy, fill
 //   unary.cu          unary ops, clamp                     binary.cu      binary ops, add_scaled, where
 //   reduce.cu         reductions (CUB block reductions)    softmax.cu     softmax, log_softmax
+//   cross_entropy.cu  log_softmax + nll_loss fused, both ways
 //   matmul.cpp        matrix products (cuBLAS)             indexing.cu    index_select, gather, scatter_add
 //   conv.cpp          2-D convolution (cuDNN)              pool.cu        2-D max/average pooling
 //   random.cu         the Philox generator, randperm (CUB radix sort)
@@ -52,6 +53,11 @@ class CudaBackend final : public Backend {
   void index_select(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) override;
+  void cross_entropy(const TensorView& logits, const TensorView& target, const TensorView& weight, int64_t ignore_index,
+                     const TensorView& loss, const TensorView& row_weight, const TensorView& stats) override;
+  void cross_entropy_backward(const TensorView& grad_loss, const TensorView& logits, const TensorView& target,
+                              const TensorView& weight, int64_t ignore_index, const TensorView& stats,
+                              const TensorView& grad_logits) override;
   void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step) override;

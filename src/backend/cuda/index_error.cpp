@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <string_view>
+#include <cstdlib>
 
 #include "backend/cuda/runtime.h"
 #include "core/check.h"
@@ -72,6 +74,14 @@ void raise_pending_index_error(int device) {
   std::atomic_thread_fence(std::memory_order_acquire);
   const std::optional<IndexErrorReport> report = take_index_error(record);
   if (report) detail::fail(index_error_message(*report, device));
+}
+
+bool check_indices_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("EMBER_CUDA_CHECK_INDICES");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return enabled;
 }
 
 }  // namespace ember::cuda_impl

@@ -37,7 +37,7 @@
 #include <type_traits>
 
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/index_error.h"
+#include "backend/cuda/index_error.cuh"
 #include "backend/cuda/index_geometry.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/runtime.h"
@@ -49,22 +49,6 @@ namespace {
 
 __device__ inline int64_t grid_start() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
-
-struct DeviceCas {
-  __device__ uint32_t operator()(uint32_t* word, uint32_t expected, uint32_t desired) const {
-    return atomicCAS(word, expected, desired);
-  }
-};
-struct PublishToHost {
-  __device__ void operator()() const { __threadfence_system(); }
-};
-
-// The rare path, out of line (scalars only, so the geometry parameter stays where it is).
-__device__ __noinline__ void record_bad_index(IndexErrorRecord* record, IndexOp op, int64_t value, int64_t dim,
-                                              int64_t size) {
-  if (record == nullptr) return;  // no mapped memory on this device: ignored silently
-  claim_index_error(record, op, value, dim, size, DeviceCas{}, PublishToHost{});
-}
 
 // Element i's index, read again for the record (on the rare path only).
 __device__ inline int64_t index_at(const int64_t* index, const IndexGeometry& g, int64_t i) {
@@ -156,14 +140,6 @@ int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op) {
 
 void check_index_dtype(const TensorView& index, const char* op) {
   EMBER_CHECK(index.dtype == kInt64, op, "(): Expected dtype int64 for index");
-}
-
-bool check_indices_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("EMBER_CUDA_CHECK_INDICES");
-    return v != nullptr && std::string_view(v) == "1";
-  }();
-  return enabled;
 }
 
 /// EMBER_CUDA_CHECK_INDICES=1 only: raises `message(value)` for the first index (row-major) of

@@ -96,6 +96,10 @@ IndexErrorRecord* index_error_record(int device);
 /// record empty. A plain read of host memory when nothing was recorded.
 void raise_pending_index_error(int device);
 
+/// Whether EMBER_CUDA_CHECK_INDICES=1: ops that read indices check them at the op, waiting for
+/// the device, instead of reporting at the next wait.
+bool check_indices_enabled();
+
 /// Whether float32 matrix products and convolutions may use TF32 tensor cores
 /// (ember::cuda::set_allow_tf32; off by default, like PyTorch's matmul setting).
 bool allow_tf32();

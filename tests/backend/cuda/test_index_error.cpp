@@ -13,6 +13,7 @@
 
 #include "backend/cuda/index_error.h"
 #include "ember/ember.h"
+#include "ember/nn/functional.h"
 
 namespace {
 
@@ -67,6 +68,9 @@ TEST(CudaIndexError, MessagesAreTheCpusThenWhereAndWhen) {
             "index out of range in self (index_select on cuda:1: index 7 is out of bounds for dimension 0 with size "
             "5; " +
                 std::string(kWhen) + "it read 0 for that index" + std::string(kHint));
+  EXPECT_EQ(index_error_message({IndexOp::ClassTarget, 10, 3, 10}, 0),
+            "Target 10 is out of bounds. (cross_entropy on cuda:0: sample 3 of a batch with 10 classes; " +
+                std::string(kWhen) + "that sample counted as ignored" + std::string(kHint));
   // A corrupted op still gives a message, never a crash.
   const std::string odd = index_error_message({static_cast<IndexOp>(9), 4, 0, 2}, 0);
   EXPECT_EQ(odd.rfind("index 4 is out of bounds for dimension 0 with size 2 (unknown indexing op 9 on cuda:0", 0), 0u)
@@ -87,6 +91,10 @@ TEST(CudaIndexError, MessagesStartWithTheCpuBackendsOwn) {
   EXPECT_EQ(index_error_message({IndexOp::Gather, 12, 0, 10}, 0).rfind(gather + " (", 0), 0u) << gather;
   EXPECT_EQ(index_error_message({IndexOp::IndexSelect, 12, 0, 10}, 0).rfind(select + " (", 0), 0u) << select;
   EXPECT_EQ(index_error_message({IndexOp::ScatterAdd, 12, 0, 10}, 0).rfind(scatter + " (", 0), 0u) << scatter;
+  const std::string target = first_line(
+      error_of([&] { (void)ember::nn::functional::cross_entropy(ember::zeros({3, 10}), bad); }));
+  ASSERT_FALSE(target.empty());
+  EXPECT_EQ(index_error_message({IndexOp::ClassTarget, 12, 1, 10}, 0).rfind(target + " (", 0), 0u) << target;
 }
 
 TEST(CudaIndexError, TakingACompleteRecordEmptiesIt) {
