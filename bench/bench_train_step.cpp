@@ -63,8 +63,8 @@ void finiteness_check(benchmark::State& state, Check check) {
   ember::manual_seed(0);
   const std::shared_ptr<ember::nn::Module> model = ember::train::make_model("mlp");
   const std::vector<ember::Tensor> params = model->parameters();
-  const ember::Tensor loss =
-      ember::nn::functional::cross_entropy(model->forward(ember::randn({kBatch, 1, 28, 28})), ember::randint(10, {kBatch}));
+  const ember::Tensor loss = ember::nn::functional::cross_entropy(model->forward(ember::randn({kBatch, 1, 28, 28})),
+                                                                  ember::randint(10, {kBatch}));
   loss.backward();
   double finite_sum = 0;
   std::vector<ember::Tensor> checked;

@@ -108,8 +108,9 @@ void check_cross_entropy_views(const char* op, const TensorView& logits, const T
                                const TensorView& weight) {
   EMBER_CHECK(logits.ndim() == 2 && logits.is_contiguous() && (logits.dtype == kFloat32 || logits.dtype == kFloat64),
               "[", op, "] expects contiguous float32 or float64 logits of shape [N, C]");
-  EMBER_CHECK(target.ndim() == 1 && target.dtype == kInt64 && target.is_contiguous() && target.sizes[0] == logits.sizes[0],
-              "[", op, "] expects int64 targets of shape [N]");
+  EMBER_CHECK(
+      target.ndim() == 1 && target.dtype == kInt64 && target.is_contiguous() && target.sizes[0] == logits.sizes[0], "[",
+      op, "] expects int64 targets of shape [N]");
   EMBER_CHECK(weight.data == nullptr ||
                   (weight.dtype == logits.dtype && weight.is_contiguous() && weight.numel() == logits.sizes[1]),
               "[", op, "] expects a weight of shape [C] and the logits' dtype");

@@ -27,6 +27,7 @@ namespace kernels {
 struct SgdStep;  // kernels/optim_ops.h
 struct AdamStep;
 struct AdadeltaStep;
+struct RmspropStep;
 }  // namespace kernels
 
 enum class UnaryOp : uint8_t {
@@ -194,8 +195,8 @@ class Backend {
 
   /// Fused optimizer updates, one pass over a parameter (kernels/optim_ops.h has the math). All
   /// views are contiguous, of one size and of one dtype, float32 or float64; state views are
-  /// updated in place, and a state view the update does not use (no momentum, no amsgrad) has
-  /// null data.
+  /// updated in place, and a state view the update does not use (no momentum, no amsgrad, an
+  /// RMSprop that is not centered) has null data.
   virtual void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                         const kernels::SgdStep& step) = 0;
   virtual void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
@@ -203,6 +204,9 @@ class Backend {
                          const kernels::AdamStep& step) = 0;
   virtual void adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                              const TensorView& acc_delta, const kernels::AdadeltaStep& step) = 0;
+  virtual void rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                            const TensorView& grad_avg, const TensorView& momentum_buffer,
+                            const kernels::RmspropStep& step) = 0;
 
   /// Fills `out` (contiguous) from this device type's default generator.
   virtual void random(const TensorView& out, const RandomArgs& args) = 0;

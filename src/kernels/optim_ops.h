@@ -24,7 +24,8 @@ EMBER_HD C add_alpha(C a, C b, double alpha) {
   return AddScaled<C>{static_cast<C>(alpha)}(a, b);
 }
 
-/// torch.optim.SGD's update of one element (momentum buffer included).
+/// torch.optim.SGD's update of one element (momentum buffer included). Like AdamStep, each option
+/// selects between values computed either way, so that the CPU loops vectorise.
 struct SgdStep {
   double lr = 0, weight_decay = 0, momentum = 0, dampening = 0;
   bool nesterov = false, maximize = false;
@@ -33,15 +34,14 @@ struct SgdStep {
   template <typename C>
   EMBER_HD void operator()(C& param, C grad, C& buffer) const {
     C g = maximize ? Neg{}(grad) : grad;
-    if (weight_decay != 0) g = add_alpha(g, param, weight_decay);
-    if (momentum != 0) {
-      if (first_step) {
-        buffer = g;
-      } else {
-        buffer = add_alpha(Mul{}(buffer, static_cast<C>(momentum)), g, 1.0 - dampening);
-      }
-      g = nesterov ? add_alpha(g, buffer, momentum) : buffer;
-    }
+    const C decayed = add_alpha(g, param, weight_decay);
+    g = weight_decay != 0 ? decayed : g;
+    // On the first step the buffer holds no value yet: what is computed from it is not used.
+    const C continued = add_alpha(Mul{}(buffer, static_cast<C>(momentum)), g, 1.0 - dampening);
+    const C new_buffer = first_step ? g : continued;
+    const C nesterov_g = add_alpha(g, new_buffer, momentum);
+    buffer = momentum != 0 ? new_buffer : buffer;
+    g = momentum != 0 ? (nesterov ? nesterov_g : new_buffer) : g;
     param = add_alpha(param, g, -lr);
   }
 };
@@ -96,6 +96,35 @@ struct AdadeltaStep {
     const C delta = Mul{}(Div{}(Sqrt{}(Add{}(acc_delta, static_cast<C>(eps))), std_dev), g);
     acc_delta = add_alpha(Mul{}(acc_delta, static_cast<C>(rho)), Mul{}(delta, delta), 1.0 - rho);
     param = add_alpha(param, delta, -lr);
+  }
+};
+
+/// torch.optim.RMSprop's update of one element (centered and momentum variants included).
+struct RmspropStep {
+  double lr = 0, alpha = 0, eps = 0, weight_decay = 0, momentum = 0;
+  bool centered = false, maximize = false;
+
+  // grad_avg is read and written only when centered, momentum_buffer only with momentum > 0.
+  template <typename C>
+  EMBER_HD void operator()(C& param, C grad, C& square_avg, C& grad_avg, C& momentum_buffer) const {
+    C g = maximize ? Neg{}(grad) : grad;
+    const C l2_grad = add_alpha(g, param, weight_decay);
+    g = weight_decay != 0 ? l2_grad : g;
+    square_avg = add_alpha(Mul{}(square_avg, static_cast<C>(alpha)), Mul{}(g, g), 1.0 - alpha);
+    // grad_avg.lerp_(g, 1 - alpha), with the CPU formula that switches form at weight 0.5.
+    const double weight = 1.0 - alpha;
+    const C diff = Sub{}(g, grad_avg);
+    const C from_start = add_alpha(grad_avg, diff, weight);
+    const C from_end = add_alpha(g, diff, -(1.0 - weight));
+    grad_avg = centered ? (weight < 0.5 ? from_start : from_end) : grad_avg;
+    // avg = (centered ? square_avg - grad_avg^2 : square_avg).sqrt() + eps
+    const C variance = Sub{}(square_avg, Mul{}(grad_avg, grad_avg));
+    const C avg = Add{}(Sqrt{}(centered ? variance : square_avg), static_cast<C>(eps));
+    const C step = Div{}(g, avg);
+    // buf.mul_(momentum).add_(g / avg); param.add_(momentum > 0 ? buf : g / avg, alpha=-lr)
+    const C buffered = Add{}(Mul{}(momentum_buffer, static_cast<C>(momentum)), step);
+    momentum_buffer = momentum > 0 ? buffered : momentum_buffer;
+    param = add_alpha(param, momentum > 0 ? buffered : step, -lr);
   }
 };
 

@@ -38,8 +38,8 @@ ClassLossRows cross_entropy_rows(const Tensor& logits, const Tensor& target, con
                        Tensor grad_x = make_tensor(logits_c.sizes(), logits_c.dtype(), logits_c.device());
                        backend_for(logits_c.device())
                            .cross_entropy_backward(view_of(grad_loss), view_of(logits_c), view_of(target_c),
-                                                   weight_c.defined() ? view_of(weight_c) : TensorView{},
-                                                   ignore_index, view_of(stats), view_of(grad_x));
+                                                   weight_c.defined() ? view_of(weight_c) : TensorView{}, ignore_index,
+                                                   view_of(stats), view_of(grad_x));
                        return std::vector<Tensor>{grad_x};
                      });
   }

@@ -20,6 +20,7 @@ struct ClassLossRows {
 bool cross_entropy_rows_apply(const Tensor& input, const Tensor& weight, double label_smoothing);
 
 /// The rows of a [N, C] batch against int64 targets [N]; `weight` is undefined or [C].
-ClassLossRows cross_entropy_rows(const Tensor& logits, const Tensor& target, const Tensor& weight, int64_t ignore_index);
+ClassLossRows cross_entropy_rows(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                                 int64_t ignore_index);
 
 }  // namespace ember::detail

@@ -291,8 +291,10 @@ Tensor all_finite(std::span<const Tensor> tensors) {
   for (const Tensor& t : tensors) {
     if (!t.defined() || !t.is_floating_point()) continue;
     if (!device) device = t.device();
-    EMBER_CHECK(t.device() == *device, "all_finite: expected all tensors to be on the same device, but found at least "
-                "two devices, ", *device, " and ", t.device(), "!");
+    EMBER_CHECK(t.device() == *device,
+                "all_finite: expected all tensors to be on the same device, but found at least "
+                "two devices, ",
+                *device, " and ", t.device(), "!");
     if (t.numel() > 0) checked.push_back(t.contiguous());
   }
   Tensor out = empty({}, TensorOptions().dtype(kBool).device(device.value_or(Device(DeviceType::CPU))));

@@ -310,13 +310,37 @@ void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
     if (centered) state["grad_avg"] = zeros_like(param);
   }
   increment_step(state);
-  Tensor g = effective_grad(group, param, grad);
   Tensor& square_avg = state["square_avg"];
+  Tensor grad_avg, buffer;  // handles on the state, defined when the options use them
+  if (centered) {
+    Tensor& stored = state["grad_avg"];
+    if (!stored.defined()) stored = zeros_like(param);  // centered switched on after the first step
+    grad_avg = stored;
+  }
+  if (momentum > 0) {
+    Tensor& stored = state["momentum_buffer"];
+    if (!stored.defined()) stored = zeros_like(param);  // momentum switched on after the first step
+    buffer = stored;
+  }
+  if (fusable(param, {&grad, &square_avg, &grad_avg, &buffer})) {
+    kernels::RmspropStep fused;
+    fused.lr = group.lr();
+    fused.alpha = alpha;
+    fused.eps = eps;
+    fused.weight_decay = group.get("weight_decay");
+    fused.momentum = momentum;
+    fused.centered = centered;
+    fused.maximize = group.get("maximize") != 0;
+    backend_for(param.device())
+        .rmsprop_step(view_of(param), view_of(grad), view_of(square_avg), view_or_null(grad_avg), view_or_null(buffer),
+                      fused);
+    mark_written({&param, &square_avg, &grad_avg, &buffer});
+    return;
+  }
+  Tensor g = effective_grad(group, param, grad);
   decay_add_square_(square_avg, g, alpha);
   Tensor avg;
   if (centered) {
-    Tensor& grad_avg = state["grad_avg"];
-    if (!grad_avg.defined()) grad_avg = zeros_like(param);  // centered switched on after the first step
     lerp_(grad_avg, g, 1.0 - alpha);
     avg = square_avg.sub(grad_avg.mul(grad_avg)).sqrt();
   } else {
@@ -324,11 +348,9 @@ void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
   }
   avg.add_(eps);
   if (momentum > 0) {
-    Tensor& buf = state["momentum_buffer"];
-    if (!buf.defined()) buf = zeros_like(param);  // momentum switched on after the first step
-    buf.mul_(momentum);
-    buf.add_(g.div(avg));
-    param.add_(buf, -group.lr());
+    buffer.mul_(momentum);
+    buffer.add_(g.div(avg));
+    param.add_(buffer, -group.lr());
   } else {
     param.add_(g.div(avg), -group.lr());
   }

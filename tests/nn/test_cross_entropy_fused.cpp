@@ -69,13 +69,14 @@ TEST(CrossEntropyFused, MatchesLogSoftmaxThenNllLoss) {
         const Tensor weight = rand({classes}, dtype) + 0.25;
         for (Reduction reduction : {Reduction::None, Reduction::Sum, Reduction::Mean}) {
           const std::string what = std::string(dtype_name(dtype)) + " " + std::to_string(rows) + "x" +
-                                   std::to_string(classes) + " reduction " + std::to_string(static_cast<int>(reduction));
-          expect_same(fused(logits, target, reduction, Tensor(), -100), op_by_op(logits, target, reduction, Tensor(), -100),
-                      rtol, atol, what);
+                                   std::to_string(classes) + " reduction " +
+                                   std::to_string(static_cast<int>(reduction));
+          expect_same(fused(logits, target, reduction, Tensor(), -100),
+                      op_by_op(logits, target, reduction, Tensor(), -100), rtol, atol, what);
           expect_same(fused(logits, target, reduction, weight, -100), op_by_op(logits, target, reduction, weight, -100),
                       rtol, atol, what + " weighted");
-          expect_same(fused(logits, ignored, reduction, Tensor(), -1), op_by_op(logits, ignored, reduction, Tensor(), -1),
-                      rtol, atol, what + " ignoring");
+          expect_same(fused(logits, ignored, reduction, Tensor(), -1),
+                      op_by_op(logits, ignored, reduction, Tensor(), -1), rtol, atol, what + " ignoring");
           expect_same(fused(logits, ignored, reduction, weight, -1), op_by_op(logits, ignored, reduction, weight, -1),
                       rtol, atol, what + " weighted, ignoring");
         }
@@ -114,8 +115,7 @@ TEST(CrossEntropyFused, TakenForBatchesAndSingleSamplesOfFloat32AndFloat64Only) 
   // The op-by-op form for the rest: label smoothing, 16-bit logits, a spatial target, a weight
   // that needs its own gradient.
   EXPECT_NE(F::cross_entropy(batch, target, Reduction::None, 0.1).grad_fn_name(), "CrossEntropyLossBackward0");
-  EXPECT_NE(F::cross_entropy(batch.to(kBFloat16), target, Reduction::None).grad_fn_name(),
-            "CrossEntropyLossBackward0");
+  EXPECT_NE(F::cross_entropy(batch.to(kBFloat16), target, Reduction::None).grad_fn_name(), "CrossEntropyLossBackward0");
   EXPECT_NE(F::cross_entropy(randn({2, 5, 3}).requires_grad_(), randint(5, {2, 3}), Reduction::None).grad_fn_name(),
             "CrossEntropyLossBackward0");
   const Tensor learnt_weight = rand({5}).requires_grad_();
@@ -157,8 +157,8 @@ TEST_P(CrossEntropyFusedOnDevice, MatchesTheCpu) {
       for (bool weighted : {false, true}) {
         const Tensor w = weighted ? weight : Tensor();
         const Outcome cpu = fused(logits, target, reduction, w, -100);
-        const Outcome gpu = fused(logits.to(device()), target.to(device()), reduction,
-                                  weighted ? weight.to(device()) : Tensor(), -100);
+        const Outcome gpu =
+            fused(logits.to(device()), target.to(device()), reduction, weighted ? weight.to(device()) : Tensor(), -100);
         expect_same({gpu.loss.to(Device("cpu")), gpu.grad.to(Device("cpu"))}, cpu, 1e-5, 1e-6,
                     std::to_string(classes) + " classes");
       }

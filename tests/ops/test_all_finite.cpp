@@ -41,12 +41,12 @@ TEST(AllFinite, FiniteTensorsOfEveryFloatingDtype) {
     EXPECT_TRUE(all_finite_of({randn({7, 5}).to(dtype), zeros({3}, options), full({2}, -0.0, options)}));
   }
   // The extremes of each format are finite: the largest values, the smallest subnormals.
-  EXPECT_TRUE(all_finite_of({tensor(std::vector<float>{std::numeric_limits<float>::max(),
-                                                       -std::numeric_limits<float>::max(),
-                                                       std::numeric_limits<float>::denorm_min()})}));
-  EXPECT_TRUE(all_finite_of({tensor(
-      std::vector<double>{std::numeric_limits<double>::max(), std::numeric_limits<double>::denorm_min()},
-      TensorOptions().dtype(kFloat64))}));
+  EXPECT_TRUE(
+      all_finite_of({tensor(std::vector<float>{std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                                               std::numeric_limits<float>::denorm_min()})}));
+  EXPECT_TRUE(all_finite_of(
+      {tensor(std::vector<double>{std::numeric_limits<double>::max(), std::numeric_limits<double>::denorm_min()},
+              TensorOptions().dtype(kFloat64))}));
   // The same values in float32 (the default dtype) overflow to infinity.
   EXPECT_FALSE(all_finite_of({tensor(std::vector<double>{std::numeric_limits<double>::max()})}));
   EXPECT_TRUE(all_finite_of({full({4}, 65504.0, TensorOptions().dtype(kFloat16))}));
@@ -134,8 +134,9 @@ TEST_P(AllFiniteOnDevice, MoreTensorsThanOneLaunchCarriesAndMixedDtypes) {
 }
 
 TEST_P(AllFiniteOnDevice, RefusesTensorsOnTwoDevices) {
-  const std::string message = ember_test::error_of(
-      [&] { all_finite(std::vector<Tensor>{ones({2}).to(device()), ones({2})}); });
+  const std::string message = ember_test::error_of([&] {
+    all_finite(std::vector<Tensor>{ones({2}).to(device()), ones({2})});
+  });
   EXPECT_NE(message.find("expected all tensors to be on the same device"), std::string::npos) << message;
 }
 

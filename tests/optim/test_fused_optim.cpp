@@ -1,4 +1,4 @@
-// The fused SGD and Adam/AdamW updates (one backend pass per parameter) must give exactly the
+// The fused SGD, Adam/AdamW, Adadelta and RMSprop updates (one backend pass per parameter) must give exactly the
 // bits of the op-by-op updates that follow torch/optim. A non-contiguous parameter cannot be
 // fused, so training one copy of the weights as a transposed view and one contiguously runs both
 // paths on the same numbers.
@@ -48,6 +48,7 @@ std::vector<Case> cases() {
   auto adam = [](AdamOptions o) -> Factory { return [o](auto p) { return std::make_unique<Adam>(p, o); }; };
   auto adamw = [](AdamWOptions o) -> Factory { return [o](auto p) { return std::make_unique<AdamW>(p, o); }; };
   auto adadelta = [](AdadeltaOptions o) -> Factory { return [o](auto p) { return std::make_unique<Adadelta>(p, o); }; };
+  auto rmsprop = [](RMSpropOptions o) -> Factory { return [o](auto p) { return std::make_unique<RMSprop>(p, o); }; };
   return {
       {"sgd", sgd({.lr = 0.1})},
       {"sgd_momentum", sgd({.lr = 0.05, .momentum = 0.9})},
@@ -63,6 +64,12 @@ std::vector<Case> cases() {
       {"adadelta", adadelta({})},
       {"adadelta_decay_maximize", adadelta({.lr = 0.5, .rho = 0.8, .weight_decay = 0.1, .maximize = true})},
       {"adadelta_rho_one", adadelta({.rho = 1.0})},
+      {"rmsprop", rmsprop({})},
+      {"rmsprop_centered", rmsprop({.lr = 0.005, .centered = true})},
+      {"rmsprop_momentum_decay", rmsprop({.lr = 0.005, .weight_decay = 0.1, .momentum = 0.9})},
+      {"rmsprop_centered_momentum_maximize",
+       rmsprop({.lr = 0.002, .momentum = 0.5, .centered = true, .maximize = true})},
+      {"rmsprop_low_alpha", rmsprop({.lr = 0.005, .alpha = 0.3, .centered = true})},
   };
 }
 

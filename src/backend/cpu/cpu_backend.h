@@ -62,6 +62,9 @@ class CpuBackend final : public Backend {
                  const kernels::AdamStep& step) override;
   void adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                      const TensorView& acc_delta, const kernels::AdadeltaStep& step) override;
+  void rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                    const TensorView& grad_avg, const TensorView& momentum_buffer,
+                    const kernels::RmspropStep& step) override;
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;

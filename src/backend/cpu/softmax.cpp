@@ -186,7 +186,7 @@ void cross_entropy_backward_rows(const T* grad_loss, const T* x, const int64_t* 
       T* gr = grad_x + r * n;
       for (int64_t i = 0; i < n; ++i) {
         const T y = xr[i] - max - log_sum;
-        gr[i] = T(0) - kernels::Exp{}(y) * s;
+        gr[i] = T(0) - kernels::Exp{}(y)*s;
       }
       gr[column] = s - kernels::Exp{}(xr[column] - max - log_sum) * s;
     }
@@ -201,7 +201,6 @@ void check_targets(const TensorView& target, int64_t classes, int64_t ignore_ind
   }
 }
 
-
 }  // namespace
 
 void CpuBackend::softmax(const TensorView& x, const TensorView& out, bool log) {
@@ -214,7 +213,6 @@ void CpuBackend::softmax(const TensorView& x, const TensorView& out, bool log) {
   dispatch_floating(x.dtype, name,
                     [&]<typename T>() { softmax_rows(x.ptr<const T>(), out.ptr<T>(), total / n, n, log); });
 }
-
 
 void CpuBackend::cross_entropy(const TensorView& logits, const TensorView& target, const TensorView& weight,
                                int64_t ignore_index, const TensorView& loss, const TensorView& row_weight,
@@ -241,8 +239,8 @@ void CpuBackend::cross_entropy_backward(const TensorView& grad_loss, const Tenso
   dispatch_floating(logits.dtype, "cross_entropy_backward", [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       cross_entropy_backward_rows(grad_loss.ptr<const T>(), logits.ptr<const T>(), target.ptr<const int64_t>(),
-                                  weight.ptr<const T>(), ignore_index, stats.ptr<const T>(), grad_logits.ptr<T>(),
-                                  rows, n);
+                                  weight.ptr<const T>(), ignore_index, stats.ptr<const T>(), grad_logits.ptr<T>(), rows,
+                                  n);
     }
   });
 }

@@ -84,10 +84,9 @@ __global__ void cross_entropy_backward_kernel(const T* grad_loss, const T* x, co
     const T g = ignored ? T(0) : grad_loss[row];
     const T s = -(weight != nullptr && !ignored ? g * weight[c] : g);
     const T y = x[i] - stats[2 * row] - stats[2 * row + 1];
-    grad_x[i] = (j == column ? s : T(0)) - kernels::Exp{}(y) * s;
+    grad_x[i] = (j == column ? s : T(0)) - kernels::Exp{}(y)*s;
   }
 }
-
 
 template <typename T, int kThreads>
 void launch_forward(const TensorView& logits, const TensorView& target, const TensorView& weight, int64_t ignore_index,

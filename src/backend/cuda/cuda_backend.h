@@ -8,7 +8,7 @@
 //   matmul.cpp        matrix products (cuBLAS)             indexing.cu    index_select, gather, scatter_add
 //   conv.cpp          2-D convolution (cuDNN)              pool.cu        2-D max/average pooling
 //   random.cu         the Philox generator, randperm (CUB radix sort)
-//   optim.cu          fused optimizer updates (SGD, Adam/AdamW, Adadelta)
+//   optim.cu          fused optimizer updates (SGD, Adam/AdamW, Adadelta, RMSprop)
 //   finite.cu         all_finite (the trainer's per-step check, finite_plan.h)
 // Shared plumbing: runtime.h (checked calls, devices, streams, library handles), launch.h (grid
 // arithmetic, host-tested), caching_allocator.h (the memory pool, host-tested).
@@ -66,6 +66,9 @@ class CudaBackend final : public Backend {
                  const kernels::AdamStep& step) override;
   void adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                      const TensorView& acc_delta, const kernels::AdadeltaStep& step) override;
+  void rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                    const TensorView& grad_avg, const TensorView& momentum_buffer,
+                    const kernels::RmspropStep& step) override;
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;

@@ -8,9 +8,9 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string_view>
-#include <cstdlib>
 
 #include "backend/cuda/runtime.h"
 #include "core/check.h"

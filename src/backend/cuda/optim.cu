@@ -1,7 +1,7 @@
-// CUDA fused optimizer updates: one kernel per parameter instead of a dozen element-wise kernels
-// with a temporary each. The math is kernels/optim_ops.h's, the CPU's own; this file is built
-// with -fmad=false (see CMakeLists.txt) so that nvcc does not contract a multiply and an add
-// that PyTorch, and the CPU, round separately.
+// CUDA fused optimizer updates (SGD, Adam/AdamW, Adadelta, RMSprop): one kernel per parameter instead of a dozen
+// element-wise kernels with a temporary each. The math is kernels/optim_ops.h's, the CPU's own; this file is built with
+// -fmad=false (see CMakeLists.txt) so that nvcc does not contract a multiply and an add that PyTorch, and the CPU,
+// round separately.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/runtime.h"
@@ -54,6 +54,21 @@ struct AdadeltaBody {
   __device__ void operator()(int64_t i) const { step(param[i], grad[i], square_avg[i], acc_delta[i]); }
 };
 
+template <typename C>
+struct RmspropBody {
+  C* param;
+  const C* grad;
+  C* square_avg;
+  C* grad_avg;         // null unless centered
+  C* momentum_buffer;  // null without momentum
+  kernels::RmspropStep step;
+  __device__ void operator()(int64_t i) const {
+    C unused_avg = 0, unused_buffer = 0;
+    step(param[i], grad[i], square_avg[i], grad_avg != nullptr ? grad_avg[i] : unused_avg,
+         momentum_buffer != nullptr ? momentum_buffer[i] : unused_buffer);
+  }
+};
+
 /// Runs `make_body.template operator()<C>()`'s body over param's elements, C being float or
 /// double as param's dtype says, on param's device and current stream.
 template <typename MakeBody>
@@ -100,6 +115,19 @@ void CudaBackend::adadelta_step(const TensorView& param, const TensorView& grad,
   EMBER_CHECK(square_avg.data != nullptr && acc_delta.data != nullptr, "[adadelta_step] missing state");
   launch_update("adadelta_step", param, [&]<typename C>() {
     return AdadeltaBody<C>{param.ptr<C>(), grad.ptr<const C>(), square_avg.ptr<C>(), acc_delta.ptr<C>(), step};
+  });
+}
+
+void CudaBackend::rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                               const TensorView& grad_avg, const TensorView& momentum_buffer,
+                               const kernels::RmspropStep& step) {
+  check_fused_update_views("rmsprop_step", param, {&grad, &square_avg, &grad_avg, &momentum_buffer});
+  EMBER_CHECK(square_avg.data != nullptr && (!step.centered || grad_avg.data != nullptr) &&
+                  (step.momentum <= 0 || momentum_buffer.data != nullptr),
+              "[rmsprop_step] missing state");
+  launch_update("rmsprop_step", param, [&]<typename C>() {
+    return RmspropBody<C>{param.ptr<C>(),    grad.ptr<const C>(),      square_avg.ptr<C>(),
+                          grad_avg.ptr<C>(), momentum_buffer.ptr<C>(), step};
   });
 }
 

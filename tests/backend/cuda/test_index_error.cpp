@@ -91,8 +91,9 @@ TEST(CudaIndexError, MessagesStartWithTheCpuBackendsOwn) {
   EXPECT_EQ(index_error_message({IndexOp::Gather, 12, 0, 10}, 0).rfind(gather + " (", 0), 0u) << gather;
   EXPECT_EQ(index_error_message({IndexOp::IndexSelect, 12, 0, 10}, 0).rfind(select + " (", 0), 0u) << select;
   EXPECT_EQ(index_error_message({IndexOp::ScatterAdd, 12, 0, 10}, 0).rfind(scatter + " (", 0), 0u) << scatter;
-  const std::string target = first_line(
-      error_of([&] { (void)ember::nn::functional::cross_entropy(ember::zeros({3, 10}), bad); }));
+  const std::string target = first_line(error_of([&] {
+    (void)ember::nn::functional::cross_entropy(ember::zeros({3, 10}), bad);
+  }));
   ASSERT_FALSE(target.empty());
   EXPECT_EQ(index_error_message({IndexOp::ClassTarget, 12, 1, 10}, 0).rfind(target + " (", 0), 0u) << target;
 }
