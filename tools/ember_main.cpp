@@ -87,12 +87,13 @@ Subcommand add_train(CLI::App& app) {
   auto progress = std::make_shared<std::string>("auto");
   cmd->add_option("--model", options->model, "Network: mlp (PyTorch quickstart) or cnn (pytorch/examples MNIST)")
       ->capture_default_str();
-  cmd->add_option("--optimizer", options->optimizer, "sgd, adam, adamw or adadelta [mlp: adam, cnn: adadelta]");
-  cmd->add_option("--lr", options->lr, "Learning rate [adam/adamw: 1e-3, sgd: 1e-2, adadelta: 1.0]");
-  cmd->add_option("--momentum", options->momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--optimizer", options->optimizer,
+                  "sgd, adam, adamw, adadelta or rmsprop [mlp: adam, cnn: adadelta]");
+  cmd->add_option("--lr", options->lr, "Learning rate [adam/adamw: 1e-3, sgd/rmsprop: 1e-2, adadelta: 1.0]");
+  cmd->add_option("--momentum", options->momentum, "SGD or RMSprop momentum")->capture_default_str();
   cmd->add_option("--scheduler", options->scheduler,
-                  "Learning-rate schedule per epoch: none, step (x0.7), cosine [adam/adamw: cosine, "
-                  "adadelta: step, sgd: none]");
+                  "Learning-rate schedule per epoch: none, step (x0.7), cosine [adam/adamw/rmsprop: "
+                  "cosine, adadelta: step, sgd: none]");
   cmd->add_option("--batch-size", options->batch_size, "Training batch size [64]");
   cmd->add_option("--epochs", options->epochs, "Epochs [mlp: 10, cnn: 5]; with --resume, may raise the run's");
   cmd->add_option("--seed", options->seed, "Seed for initialisation, shuffling and dropout")->capture_default_str();

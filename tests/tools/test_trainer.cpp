@@ -80,6 +80,15 @@ TEST(TrainOptions, RecipesFillWhatIsUnset) {
   c = train::resolve(o);
   EXPECT_EQ(c.scheduler, "none");
   EXPECT_EQ(c.lr, 1e-3);
+
+  // RMSprop: PyTorch's default rate, with momentum if asked.
+  o = {};
+  o.optimizer = "rmsprop";
+  o.momentum = 0.9;
+  c = train::resolve(o);
+  EXPECT_EQ(c.lr, 1e-2);
+  EXPECT_EQ(c.momentum, 0.9);
+  EXPECT_EQ(c.scheduler, "cosine");
 }
 
 TEST(TrainOptions, BadValuesNameTheFlag) {
@@ -90,11 +99,11 @@ TEST(TrainOptions, BadValuesNameTheFlag) {
   };
   EXPECT_EQ(message([](auto& o) { o.model = "resnet"; }), "--model 'resnet' is not one of: mlp, cnn");
   EXPECT_EQ(message([](auto& o) { o.optimizer = "lbfgs"; }),
-            "--optimizer 'lbfgs' is not one of: sgd, adam, adamw, adadelta");
+            "--optimizer 'lbfgs' is not one of: sgd, adam, adamw, adadelta, rmsprop");
   EXPECT_NE(message([](auto& o) { o.lr = -1.0; }).find("--lr must be a positive number"), std::string::npos);
   EXPECT_NE(message([](auto& o) { o.batch_size = 0; }).find("--batch-size must be at least 1"), std::string::npos);
   EXPECT_NE(message([](auto& o) { o.epochs = 0; }).find("--epochs must be at least 1"), std::string::npos);
-  EXPECT_EQ(message([](auto& o) { o.momentum = 0.9; }), "--momentum applies to --optimizer sgd only");
+  EXPECT_EQ(message([](auto& o) { o.momentum = 0.9; }), "--momentum applies to --optimizer sgd and rmsprop only");
   EXPECT_NE(message([](auto& o) { o.limit = 0; }).find("--limit must be at least 1"), std::string::npos);
 }
 
@@ -176,11 +185,15 @@ void expect_same_tensors(const fs::path& a, const fs::path& b) {
   }
 }
 
-TEST(TrainRun, InterruptedThenResumedEqualsUnbroken) {
-  SKIP_WITHOUT_DATA();
+// Resumed from its checkpoint, a run goes on exactly where it stopped: with the default recipe,
+// and with RMSprop and momentum (whose state holds three tensors per parameter).
+void expect_resume_equals_unbroken(const std::string& optimizer, double momentum) {
+  SCOPED_TRACE(optimizer);
   const TempDir unbroken_dir("trainer_unbroken"), broken_dir("trainer_broken");
   const fs::path unbroken = unbroken_dir.path(), broken = broken_dir.path();
   train::TrainOptions o;
+  if (!optimizer.empty()) o.optimizer = optimizer;
+  o.momentum = momentum;
   o.limit = 640;  // 10 steps per epoch
   o.epochs = 2;
   o.progress = train::ProgressStyle::Quiet;
@@ -219,6 +232,12 @@ TEST(TrainRun, InterruptedThenResumedEqualsUnbroken) {
   std::ostringstream done_log;
   EXPECT_EQ(train::resume(broken, again, done_log).epochs_completed, 2);
   EXPECT_NE(done_log.str().find("already completed"), std::string::npos);
+}
+
+TEST(TrainRun, InterruptedThenResumedEqualsUnbroken) {
+  SKIP_WITHOUT_DATA();
+  expect_resume_equals_unbroken("", 0.0);
+  expect_resume_equals_unbroken("rmsprop", 0.9);
 }
 
 TEST(TrainRun, ResumeNeedsARunDirectory) {

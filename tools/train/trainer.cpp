@@ -87,6 +87,10 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& c, std::vector
     return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = c.lr, .momentum = c.momentum});
   if (c.optimizer == "adam") return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr});
   if (c.optimizer == "adamw") return std::make_unique<optim::AdamW>(std::move(params), optim::AdamWOptions{.lr = c.lr});
+  if (c.optimizer == "rmsprop") {
+    return std::make_unique<optim::RMSprop>(std::move(params),
+                                            optim::RMSpropOptions{.lr = c.lr, .momentum = c.momentum});
+  }
   return std::make_unique<optim::Adadelta>(std::move(params), optim::AdadeltaOptions{.lr = c.lr});
 }
 
@@ -745,13 +749,17 @@ RunConfig resolve(const TrainOptions& o) {
   RunConfig c;
   c.model = o.model;
   c.optimizer = o.optimizer.value_or(cnn ? "adadelta" : "adam");
-  check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "adadelta"});
-  c.lr = o.lr.value_or(c.optimizer == "adadelta" ? 1.0 : c.optimizer == "sgd" ? 1e-2 : 1e-3);
+  check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "adadelta", "rmsprop"});
+  // PyTorch's defaults, except Adadelta's 1.0 from pytorch/examples.
+  c.lr = o.lr.value_or(c.optimizer == "adadelta"                          ? 1.0
+                       : c.optimizer == "sgd" || c.optimizer == "rmsprop" ? 1e-2
+                                                                          : 1e-3);
   if (!(c.lr > 0) || !std::isfinite(c.lr)) throw Error("--lr must be a positive number, got " + std::to_string(c.lr));
   c.momentum = o.momentum;
   if (!(c.momentum >= 0) || !std::isfinite(c.momentum))
     throw Error("--momentum must be a non-negative number, got " + std::to_string(c.momentum));
-  if (c.momentum != 0 && c.optimizer != "sgd") throw Error("--momentum applies to --optimizer sgd only");
+  if (c.momentum != 0 && c.optimizer != "sgd" && c.optimizer != "rmsprop")
+    throw Error("--momentum applies to --optimizer sgd and rmsprop only");
   const char* default_scheduler = c.optimizer == "sgd" ? "none" : c.optimizer == "adadelta" ? "step" : "cosine";
   c.scheduler = o.scheduler.value_or(default_scheduler);
   check_choice("--scheduler", c.scheduler, {"none", "step", "cosine"});
