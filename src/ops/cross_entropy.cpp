@@ -1,7 +1,8 @@
 // The fused class-index cross-entropy (cross_entropy.h): the forward pass writes each sample's
 // loss and weight and the row statistics of log_softmax; the backward pass recomputes
-// log_softmax from those and applies nll_loss's and log_softmax's gradients in one pass. A
-// training step then runs two kernels for its loss where the op-by-op form ran about twenty.
+// log_softmax from those and applies nll_loss's and log_softmax's gradients in one pass. With
+// the reduction's few, a training step's loss then runs about seven kernels on a GPU where the
+// op-by-op form, masking for ignore_index, ran about twenty.
 #include "ops/cross_entropy.h"
 
 #include "autograd/node.h"

@@ -750,7 +750,7 @@ RunConfig resolve(const TrainOptions& o) {
   c.model = o.model;
   c.optimizer = o.optimizer.value_or(cnn ? "adadelta" : "adam");
   check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "adadelta", "rmsprop"});
-  // PyTorch's defaults, except Adadelta's 1.0 from pytorch/examples.
+  // Adam/AdamW and RMSprop: PyTorch's defaults; Adadelta: pytorch/examples' 1.0.
   c.lr = o.lr.value_or(c.optimizer == "adadelta"                          ? 1.0
                        : c.optimizer == "sgd" || c.optimizer == "rmsprop" ? 1e-2
                                                                           : 1e-3);

@@ -185,10 +185,11 @@ void cross_entropy_backward_rows(const T* grad_loss, const T* x, const int64_t* 
       const T* xr = x + r * n;
       T* gr = grad_x + r * n;
       for (int64_t i = 0; i < n; ++i) {
-        const T y = xr[i] - max - log_sum;
-        gr[i] = T(0) - kernels::Exp{}(y)*s;
+        const T probability = kernels::Exp{}(xr[i] - max - log_sum);
+        gr[i] = T(0) - probability * s;
       }
-      gr[column] = s - kernels::Exp{}(xr[column] - max - log_sum) * s;
+      const T target_probability = kernels::Exp{}(xr[column] - max - log_sum);
+      gr[column] = s - target_probability * s;
     }
   });
 }
