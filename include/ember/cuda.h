@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ember/tensor.h"
+
 namespace ember::cuda {
 
 struct DeviceProperties {
@@ -36,6 +38,14 @@ size_t max_memory_allocated(int device = -1);
 void reset_peak_memory_stats(int device = -1);
 /// Returns cached, unused blocks to the driver (other processes can then use the memory).
 void empty_cache();
+
+/// The random generator of cuda:`device` (the current device when -1) as a 1-D uint8 CPU tensor,
+/// and its inverse, as torch.cuda.get_rng_state / set_rng_state: after set_rng_state(s), the
+/// device draws what it drew after get_rng_state() returned s. The bytes are ember's own layout
+/// (the Philox generator's seed and offset); ember::manual_seed seeds every device's generator,
+/// and ember::get_rng_state is the CPU's. A tensor that is not such a state is an ember::Error.
+Tensor get_rng_state(int device = -1);
+void set_rng_state(const Tensor& state, int device = -1);
 
 /// Whether float32 matrix products and convolutions may use TF32 tensor cores: faster, with
 /// about 10 bits of mantissa. Off by default, like torch.backends.cuda.matmul.allow_tf32.

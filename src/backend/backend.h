@@ -212,10 +212,11 @@ class Backend {
   virtual void random(const TensorView& out, const RandomArgs& args) = 0;
   virtual void randperm(const TensorView& out) = 0;
   virtual void manual_seed(uint64_t seed) = 0;
-  /// The default generator's complete state, in this backend's own byte layout, and its inverse;
-  /// set_rng_state throws ember::Error when the bytes are not a state this backend wrote.
-  virtual std::vector<uint8_t> rng_state() = 0;
-  virtual void set_rng_state(std::span<const uint8_t> state) = 0;
+  /// The default generator's complete state on device `device_index` (the CPU has one), in this
+  /// backend's own byte layout, and its inverse; set_rng_state throws ember::Error when the bytes
+  /// are not a state this backend wrote.
+  virtual std::vector<uint8_t> rng_state(int device_index) = 0;
+  virtual void set_rng_state(int device_index, std::span<const uint8_t> state) = 0;
 };
 
 /// "max_pool2d", "avg_pool2d" or "adaptive_avg_pool2d", with "_backward" for the gradient: the

@@ -21,6 +21,8 @@ size_t memory_reserved(int) { return 0; }
 size_t max_memory_allocated(int) { return 0; }
 void reset_peak_memory_stats(int) {}
 void empty_cache() {}
+Tensor get_rng_state(int) { unavailable("get_rng_state"); }
+void set_rng_state(const Tensor&, int) { unavailable("set_rng_state"); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 

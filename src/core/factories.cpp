@@ -295,7 +295,7 @@ void manual_seed(uint64_t seed) {
 uint64_t initial_seed() { return cpu::cpu_initial_seed(); }
 
 Tensor get_rng_state() {
-  const std::vector<uint8_t> bytes = cpu::cpu_backend().rng_state();
+  const std::vector<uint8_t> bytes = cpu::cpu_backend().rng_state(0);
   Tensor state = empty({static_cast<int64_t>(bytes.size())}, kUInt8);
   std::copy(bytes.begin(), bytes.end(), state.data_ptr<uint8_t>());
   return state;
@@ -307,7 +307,7 @@ void set_rng_state(const Tensor& state) {
               "set_rng_state: expected a 1-D uint8 CPU tensor from get_rng_state(), got ",
               scalar_type_name(state.dtype()), " ", detail::shape_str(state.sizes()), " on ", state.device().str());
   const Tensor bytes = state.contiguous();
-  cpu::cpu_backend().set_rng_state({bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())});
+  cpu::cpu_backend().set_rng_state(0, {bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())});
 }
 
 }  // namespace ember

@@ -16,6 +16,7 @@ constexpr int kVersion = 1;
 constexpr std::string_view kModelPrefix = "model.";
 constexpr std::string_view kOptimizerPrefix = "optimizer.";
 constexpr std::string_view kRngName = "rng.cpu";
+constexpr std::string_view kCudaRngName = "rng.cuda";
 
 // Doubles round-trip exactly through nlohmann's shortest representation, which is what makes a
 // resumed run bit-identical (learning rates, betas and scheduler counters are doubles).
@@ -53,6 +54,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
   for (const auto& [key, value] : checkpoint.optimizer.tensors)
     tensors.emplace_back(std::string(kOptimizerPrefix) + key, value);
   if (checkpoint.rng.defined()) tensors.emplace_back(std::string(kRngName), checkpoint.rng);
+  if (checkpoint.rng_cuda.defined()) tensors.emplace_back(std::string(kCudaRngName), checkpoint.rng_cuda);
 
   SafetensorsMetadata metadata;
   metadata["format"] = std::string(kFormat);
@@ -90,6 +92,8 @@ Checkpoint checkpoint_from(SafetensorsData data, std::string_view source) {
       checkpoint.optimizer.tensors[std::string(key.substr(kOptimizerPrefix.size()))] = tensor;
     } else if (key == kRngName) {
       checkpoint.rng = tensor;
+    } else if (key == kCudaRngName) {
+      checkpoint.rng_cuda = tensor;
     } else {
       detail::fail("checkpoint '", source, "' holds an unexpected tensor '", name, "'");
     }

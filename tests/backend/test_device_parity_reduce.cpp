@@ -13,6 +13,7 @@
 
 #include "ember/ember.h"
 #include "support/devices.h"
+#include "support/error_of.h"
 
 namespace {
 
@@ -311,6 +312,30 @@ TEST_P(DeviceParityReduce, RandomIsReproducibleForASeed) {
   manual_seed(77);
   Tensor a = randn({100}, o), b = randn({100}, o);
   EXPECT_FALSE(equal(a.cpu(), b.cpu()));
+}
+
+// cuda::get_rng_state / set_rng_state, as torch.cuda's: a saved state replays the same draws,
+// on the device it names, whichever device is current.
+TEST_P(DeviceParityReduce, GeneratorStateReplaysDraws) {
+  if (!device().is_cuda()) GTEST_SKIP() << "cuda::get_rng_state is for CUDA devices";
+  const TensorOptions o = TensorOptions().device(device());
+  manual_seed(5);
+  const Tensor state = cuda::get_rng_state();
+  EXPECT_EQ(state.dtype(), kUInt8);
+  EXPECT_TRUE(state.is_cpu());
+  const Tensor first = rand({1000}, o).cpu();
+  const Tensor second = randn({77}, o).cpu();
+  cuda::set_rng_state(state, device().index());
+  EXPECT_TRUE(equal(rand({1000}, o).cpu(), first));
+  EXPECT_TRUE(equal(randn({77}, o).cpu(), second));
+  // The CPU generator is another one: setting it leaves the device's alone.
+  const Tensor after = cuda::get_rng_state();
+  set_rng_state(get_rng_state());
+  EXPECT_TRUE(equal(cuda::get_rng_state(), after));
+  EXPECT_NE(ember_test::error_of([] { cuda::set_rng_state(zeros({3}, kUInt8)); }).find("not a CUDA generator state"),
+            std::string::npos);
+  EXPECT_NE(ember_test::error_of([] { cuda::get_rng_state(1 << 20); }).find("invalid device ordinal"),
+            std::string::npos);
 }
 
 TEST_P(DeviceParityReduce, RandomStatisticsAreSane) {

@@ -50,6 +50,13 @@ TEST_F(CudaUnavailable, CreatingATensorOnCudaThrowsSayingWhy) {
   expect_names_the_reason(error_of([] { empty({0}, Device("cuda")); }));
 }
 
+TEST_F(CudaUnavailable, GeneratorStatesThrowSayingWhy) {
+  expect_names_the_reason(error_of([] { cuda::get_rng_state(); }));
+  expect_names_the_reason(error_of([] { cuda::set_rng_state(zeros({32}, kUInt8)); }));
+  // ember::manual_seed still seeds whatever generators exist.
+  EXPECT_NO_THROW(manual_seed(1));
+}
+
 TEST_F(CudaUnavailable, MovingATensorToCudaThrowsAndLeavesItAlone) {
   Tensor x = arange(6.0).reshape({2, 3});
   expect_names_the_reason(error_of([&] { x.to(Device("cuda")); }));

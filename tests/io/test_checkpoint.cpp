@@ -166,6 +166,23 @@ TEST(Checkpoint, ModelTensorsAreReadableAsPlainSafetensors) {
   const io::Checkpoint back = io::load_checkpoint(dir / "c.safetensors");
   EXPECT_EQ(back.optimizer.numbers.at("param_groups.0.lr"), 0.1);
   EXPECT_FALSE(back.rng.defined());
+  EXPECT_FALSE(back.rng_cuda.defined());
+}
+
+TEST(Checkpoint, BothGeneratorStatesRoundTripUnderTheirOwnNames) {
+  // What a GPU run saves: the CPU generator and the GPU's (any bytes here: the checkpoint stores
+  // them as they are, and cuda::set_rng_state checks them when a run resumes).
+  const TempDir dir("checkpoint_rng");
+  io::Checkpoint c;
+  c.rng = get_rng_state();
+  c.rng_cuda = arange(0, 32, 1, kUInt8);
+  io::save_checkpoint(dir / "c.safetensors", c);
+  const io::SafetensorsData raw = io::load_safetensors(dir / "c.safetensors");
+  EXPECT_TRUE(raw.contains("rng.cpu"));
+  EXPECT_TRUE(raw.contains("rng.cuda"));
+  const io::Checkpoint back = io::load_checkpoint(dir / "c.safetensors");
+  EXPECT_TRUE(equal(back.rng, c.rng));
+  EXPECT_TRUE(equal(back.rng_cuda, c.rng_cuda));
 }
 
 TEST(Checkpoint, ForeignTruncatedAndMissingFilesAreErrors) {

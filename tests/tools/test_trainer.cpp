@@ -6,9 +6,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "ember/ember.h"
+#include "support/devices.h"
 #include "support/error_of.h"
 #include "support/fashion_mnist.h"
 #include "support/temp_dir.h"
@@ -186,12 +188,16 @@ void expect_same_tensors(const fs::path& a, const fs::path& b) {
 }
 
 // Resumed from its checkpoint, a run goes on exactly where it stopped: with the default recipe,
-// and with RMSprop and momentum (whose state holds three tensors per parameter).
-void expect_resume_equals_unbroken(const std::string& optimizer, double momentum) {
-  SCOPED_TRACE(optimizer);
+// with RMSprop and momentum (whose state holds three tensors per parameter), and on a GPU with
+// the cnn, whose dropout draws from the GPU's generator.
+void expect_resume_equals_unbroken(const std::string& optimizer, double momentum, const std::string& model = "mlp",
+                                   const std::optional<std::string>& device = std::nullopt) {
+  SCOPED_TRACE(optimizer + " " + model + " " + device.value_or("best device"));
   const TempDir unbroken_dir("trainer_unbroken"), broken_dir("trainer_broken");
   const fs::path unbroken = unbroken_dir.path(), broken = broken_dir.path();
   train::TrainOptions o;
+  o.model = model;
+  o.device = device;
   if (!optimizer.empty()) o.optimizer = optimizer;
   o.momentum = momentum;
   o.limit = 640;  // 10 steps per epoch
@@ -209,6 +215,7 @@ void expect_resume_equals_unbroken(const std::string& optimizer, double momentum
 
   train::TrainOptions again;
   again.progress = train::ProgressStyle::Quiet;
+  again.device = device;
   const train::TrainResult resumed = train::resume(broken, again, log);
   EXPECT_FALSE(resumed.interrupted);
   EXPECT_EQ(resumed.epochs_completed, 2);
@@ -239,6 +246,15 @@ TEST(TrainRun, InterruptedThenResumedEqualsUnbroken) {
   expect_resume_equals_unbroken("", 0.0);
   expect_resume_equals_unbroken("rmsprop", 0.9);
 }
+
+class TrainRunOnDevice : public ember_test::DeviceTest {};
+
+TEST_P(TrainRunOnDevice, CnnInterruptedThenResumedEqualsUnbroken) {
+  SKIP_WITHOUT_DATA();
+  expect_resume_equals_unbroken("", 0.0, "cnn", device().str());
+}
+
+EMBER_INSTANTIATE_DEVICE_SUITE(TrainRunOnDevice);
 
 TEST(TrainRun, ResumeNeedsARunDirectory) {
   std::ostringstream log;

@@ -105,6 +105,13 @@ struct ChosenDevice {
   std::string why;
 };
 
+/// The generators a training step draws from: the CPU's and, when training on a GPU, that
+/// device's (dropout there draws from it).
+struct RngStates {
+  Tensor cpu;
+  Tensor cuda;  // undefined unless training on a GPU
+};
+
 ChosenDevice choose_device(const std::optional<std::string>& requested) {
   // In a job of several ranks, each takes the GPU of its local rank unless told an index.
   const bool own_gpu = job_size() > 1;
@@ -213,7 +220,11 @@ class Session {
   void restore(const io::Checkpoint& checkpoint);
   void print_banner(bool resumed) const;
   /// `loader`/`rng` override the current ones: the state before a step that was not taken.
-  void save_checkpoint(const std::optional<data::DataLoaderState>& loader = std::nullopt, const Tensor& rng = {});
+  void save_checkpoint(const std::optional<data::DataLoaderState>& loader = std::nullopt,
+                       const std::optional<RngStates>& rng = std::nullopt);
+  /// The generators' states now, and their inverse.
+  RngStates rng_states() const;
+  void set_rng_states(const RngStates& states);
   void finish_epoch(double train_seconds);
   /// Runs one save. A failure is reported and remembered instead of thrown: training keeps its
   /// state in memory, and the next save point (or the retries at the end) tries again.
@@ -227,7 +238,7 @@ class Session {
   std::optional<std::string> first_non_finite(const Tensor& loss) const;
   /// Re-runs the step's forward and backward on `batch` with anomaly detection, returning what
   /// it says about the op that produced the first NaN ("" when it finds none).
-  std::string find_nan_op(const data::Batch& batch, const Tensor& rng_before);
+  std::string find_nan_op(const data::Batch& batch, const std::optional<RngStates>& rng_before);
   data::DataLoaderState loader_state() const;
   /// The next training batch, already on the training device; std::nullopt ends the epoch.
   std::optional<data::Batch> next_batch();
@@ -351,7 +362,7 @@ void Session::restore(const io::Checkpoint& checkpoint) {
   model_->load_state_dict(checkpoint.model);
   optimizer_->load_state_dict(checkpoint.optimizer);
   if (scheduler_) scheduler_->load_state_dict(checkpoint.scheduler);
-  if (checkpoint.rng.defined()) set_rng_state(checkpoint.rng);
+  set_rng_states({checkpoint.rng, checkpoint.rng_cuda});
   auto extra = [&](const char* key) -> const std::string& {
     auto it = checkpoint.extra.find(key);
     if (it == checkpoint.extra.end()) throw Error(std::string("the checkpoint has no '") + key + "' entry");
@@ -389,12 +400,24 @@ std::string exact(double value) {
   return s.str();
 }
 
-void Session::save_checkpoint(const std::optional<data::DataLoaderState>& loader, const Tensor& rng) {
+RngStates Session::rng_states() const {
+  return {get_rng_state(), device_.device.is_cuda() ? cuda::get_rng_state(device_.device.index()) : Tensor()};
+}
+
+void Session::set_rng_states(const RngStates& states) {
+  if (states.cpu.defined()) set_rng_state(states.cpu);
+  // A GPU run's generator; a run resumed on another kind of device draws from its own.
+  if (states.cuda.defined() && device_.device.is_cuda()) cuda::set_rng_state(states.cuda, device_.device.index());
+}
+
+void Session::save_checkpoint(const std::optional<data::DataLoaderState>& loader, const std::optional<RngStates>& rng) {
   io::Checkpoint checkpoint;
   checkpoint.model = model_->state_dict();
   checkpoint.optimizer = optimizer_->state_dict();
   if (scheduler_) checkpoint.scheduler = scheduler_->state_dict();
-  checkpoint.rng = rng.defined() ? rng : get_rng_state();
+  const RngStates states = rng ? *rng : rng_states();
+  checkpoint.rng = states.cpu;
+  checkpoint.rng_cuda = states.cuda;
   flush_loss();
   checkpoint.loader = loader ? *loader : loader_state();
   checkpoint.epoch = checkpoint.loader.epoch;
@@ -512,8 +535,8 @@ std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
   return std::nullopt;  // not reached: all_finite found a value that is not finite
 }
 
-std::string Session::find_nan_op(const data::Batch& batch, const Tensor& rng_before) {
-  if (rng_before.defined()) set_rng_state(rng_before);  // the same dropout masks as the failed step
+std::string Session::find_nan_op(const data::Batch& batch, const std::optional<RngStates>& rng_before) {
+  if (rng_before) set_rng_states(*rng_before);  // the same dropout masks as the failed step
   DetectAnomalyGuard anomaly;
   optimizer_->zero_grad();
   // Each rank re-runs its own batch without averaging: anomaly detection may stop backward on
@@ -639,7 +662,8 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
       const data::DataLoaderState before = loader_state();
       // Reading the generator's state costs tens of microseconds: only when the model draws
       // random numbers in its forward pass does the state before the step differ from after.
-      const Tensor rng_before = guard_state && uses_dropout_ ? get_rng_state() : Tensor();
+      const std::optional<RngStates> rng_before =
+          guard_state && uses_dropout_ ? std::optional<RngStates>(rng_states()) : std::nullopt;
       const nn::StateDict buffers_before = guard_state ? copy_buffers(*model_) : nn::StateDict();
       std::optional<data::Batch> batch = next_batch();
       if (!batch) break;

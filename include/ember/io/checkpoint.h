@@ -10,9 +10,10 @@
 ///
 /// The file is a safetensors file, so any safetensors reader opens it: the model's tensors are
 /// stored under "model.<state_dict key>" (strip the prefix and torch's load_state_dict takes
-/// them), the optimizer's under "optimizer.<key>", the generator state as "rng.cpu"; numbers and
-/// counters are JSON strings in the metadata. It is written atomically — a temporary file, fsync,
-/// rename — so a crash or kill during a save leaves the previous checkpoint intact.
+/// them), the optimizer's under "optimizer.<key>", the generator states as "rng.cpu" and (after
+/// training on a GPU) "rng.cuda"; numbers and counters are JSON strings in the metadata. It is
+/// written atomically — a temporary file, fsync, rename — so a crash or kill during a save
+/// leaves the previous checkpoint intact.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -32,6 +33,7 @@ struct Checkpoint {
   optim::OptimizerStateDict optimizer;      // Optimizer::state_dict()
   std::map<std::string, double> scheduler;  // LRScheduler::state_dict(); empty without one
   Tensor rng;                               // get_rng_state(); undefined to leave it out
+  Tensor rng_cuda;                          // cuda::get_rng_state() of the training GPU, or undefined
   data::DataLoaderState loader;             // the training loader's cursor
   int64_t epoch = 0;                        // the caller's counters, stored as given
   int64_t step = 0;

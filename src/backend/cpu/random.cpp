@@ -201,14 +201,14 @@ void CpuBackend::manual_seed(uint64_t seed) {
   g.seed(seed);
 }
 
-std::vector<uint8_t> CpuBackend::rng_state() {
+std::vector<uint8_t> CpuBackend::rng_state(int /*device_index: the CPU has one generator*/) {
   CpuGenerator& g = generator();
   std::lock_guard lock(g.mutex());
   const std::string text = g.state();
   return {text.begin(), text.end()};
 }
 
-void CpuBackend::set_rng_state(std::span<const uint8_t> state) {
+void CpuBackend::set_rng_state(int /*device_index*/, std::span<const uint8_t> state) {
   CpuGenerator& g = generator();
   std::lock_guard lock(g.mutex());
   g.set_state(std::string_view(reinterpret_cast<const char*>(state.data()), state.size()));

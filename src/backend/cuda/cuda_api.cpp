@@ -1,12 +1,17 @@
 // ember::cuda (include/ember/cuda.h) in a build with CUDA.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/caching_allocator.h"
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/runtime.h"
 #include "backend/cuda_probe.h"
 #include "core/check.h"
+#include "core/tensor_internal.h"
 #include "ember/cuda.h"
 #include "ember/device.h"
+#include "ember/factories.h"
 
 namespace ember::cuda {
 namespace {
@@ -67,6 +72,24 @@ void reset_peak_memory_stats(int device) {
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) cuda_impl::device_allocator(d).empty_cache();
+}
+
+Tensor get_rng_state(int device) {
+  const int d = resolve(device, "get_rng_state");
+  const std::vector<uint8_t> bytes = cuda_impl::cuda_backend().rng_state(d);
+  Tensor state = empty({static_cast<int64_t>(bytes.size())}, kUInt8);
+  std::copy(bytes.begin(), bytes.end(), state.data_ptr<uint8_t>());
+  return state;
+}
+
+void set_rng_state(const Tensor& state, int device) {
+  const int d = resolve(device, "set_rng_state");
+  detail::check_defined(state, "set_rng_state");
+  EMBER_CHECK(state.dtype() == kUInt8 && state.dim() == 1 && state.device().is_cpu(),
+              "set_rng_state: expected a 1-D uint8 CPU tensor from cuda::get_rng_state(), got ",
+              scalar_type_name(state.dtype()), " ", detail::shape_str(state.sizes()), " on ", state.device().str());
+  const Tensor bytes = state.contiguous();
+  cuda_impl::cuda_backend().set_rng_state(d, {bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())});
 }
 
 void set_allow_tf32(bool allow) { cuda_impl::set_allow_tf32(allow); }

@@ -72,8 +72,8 @@ class CudaBackend final : public Backend {
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;
-  std::vector<uint8_t> rng_state() override;
-  void set_rng_state(std::span<const uint8_t> state) override;
+  std::vector<uint8_t> rng_state(int device_index) override;
+  void set_rng_state(int device_index, std::span<const uint8_t> state) override;
 };
 
 /// The process-wide CUDA backend (registered in src/backend/registry.cpp when CUDA is built).

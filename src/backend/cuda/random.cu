@@ -169,15 +169,13 @@ void CudaBackend::randperm(const TensorView& out) {
 
 void CudaBackend::manual_seed(uint64_t seed) { generators().seed_all(seed); }
 
-// The current device's generator, as torch.cuda.get_rng_state() returns it.
-std::vector<uint8_t> CudaBackend::rng_state() {
-  const int device = current_device();
+// cuda:`device`'s generator, as torch.cuda.get_rng_state(device) returns it.
+std::vector<uint8_t> CudaBackend::rng_state(int device) {
   check_rng_device(device, "get_rng_state");
   return encode_rng_state(generators().get(device));
 }
 
-void CudaBackend::set_rng_state(std::span<const uint8_t> state) {
-  const int device = current_device();
+void CudaBackend::set_rng_state(int device, std::span<const uint8_t> state) {
   check_rng_device(device, "set_rng_state");
   const std::optional<GeneratorState> s = decode_rng_state(state);
   EMBER_CHECK(s.has_value(),

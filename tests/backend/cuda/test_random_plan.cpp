@@ -210,30 +210,29 @@ TEST(CudaRandomPlan, ForeignStateBytesAreRefused) {
   EXPECT_FALSE(decode_rng_state(std::span(reinterpret_cast<const uint8_t*>(cpu.data()), cpu.size())).has_value());
 }
 
-// The backend's state entry points touch no GPU, so they run here too (on cuda:0, the thread's
-// current device).
+// The backend's state entry points touch no GPU, so they run here too (on cuda:0).
 TEST(CudaRandomPlan, BackendStateRoundTripsAndRefusesForeignBytes) {
   CudaBackend& backend = cuda_backend();
-  const std::vector<uint8_t> saved = backend.rng_state();
+  const std::vector<uint8_t> saved = backend.rng_state(0);
   ASSERT_TRUE(decode_rng_state(saved).has_value());
 
   backend.manual_seed(123);
-  EXPECT_EQ(*decode_rng_state(backend.rng_state()), (GeneratorState{123, 0}));
+  EXPECT_EQ(*decode_rng_state(backend.rng_state(0)), (GeneratorState{123, 0}));
   const std::vector<uint8_t> state = encode_rng_state({99, 4096});
-  backend.set_rng_state(state);
-  EXPECT_EQ(backend.rng_state(), state);
+  backend.set_rng_state(0, state);
+  EXPECT_EQ(backend.rng_state(0), state);
 
   const std::vector<uint8_t> junk(32, 0x5a);
   try {
-    backend.set_rng_state(junk);
+    backend.set_rng_state(0, junk);
     ADD_FAILURE() << "set_rng_state accepted bytes it did not write";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not a CUDA generator state"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(backend.rng_state(), state);  // a refused state changes nothing
+  EXPECT_EQ(backend.rng_state(0), state);  // a refused state changes nothing
 
-  backend.set_rng_state(saved);
-  EXPECT_EQ(backend.rng_state(), saved);
+  backend.set_rng_state(0, saved);
+  EXPECT_EQ(backend.rng_state(0), saved);
 }
 
 }  // namespace
