@@ -130,10 +130,11 @@ void Optimizer::load_state_dict(const OptimizerStateDict& dict) {
                 " but the optimizer has ", params.size(), " parameters");
     std::string name(ptr + 1, rest.data() + rest.size());
     const Tensor& param = *params[index];
-    // As PyTorch: floating state follows its parameter's dtype and device; "step" stays as saved.
+    // As PyTorch: floating state follows its parameter's dtype and device; "step" stays as saved
+    // (on the CPU, where reading it for the bias corrections does not wait for a GPU).
     Tensor value = tensor.detach();
     if (name == "step") {
-      value = value.to(param.device(), /*non_blocking=*/false, /*copy=*/true);
+      value = value.clone();
     } else if (value.is_floating_point()) {
       value = value.to(param.device(), param.dtype(), /*non_blocking=*/false, /*copy=*/true);
     } else {

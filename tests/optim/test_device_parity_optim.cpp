@@ -165,12 +165,21 @@ TEST_P(DeviceParityOptim, StateTrainedOnTheDeviceLoadsOnTheCpu) {
     EXPECT_TRUE(close_to_cpu(pd[i].second.detach(), pc[i].second.detach(), kRtol, kAtol, "resumed " + pd[i].first));
   }
 
-  // And back: CPU state into a fresh device model.
+  // And back: CPU state into a fresh device model and optimizer (a GPU run resumed from its
+  // checkpoint). The moments move to the device; the step counts stay on the CPU, as PyTorch
+  // keeps them, so that the update reads them without waiting for the GPU.
   auto again = make_model();
   again->to(device());
   again->load_state_dict(cpu->state_dict());
   for (const auto& [key, value] : again->state_dict()) {
     EXPECT_TRUE(close_to_cpu(value, cpu->state_dict().at(key), 0, 0, "loaded back " + key));
+  }
+  optim::Adam again_opt(again->parameters(), {.lr = 0.01});
+  again_opt.load_state_dict(cpu_opt.state_dict());
+  for (size_t i = 0; i < again->parameters().size(); ++i) {
+    for (const auto& [key, value] : again_opt.state(i)) {
+      EXPECT_EQ(value.device(), key == "step" ? Device(kCPU) : again->parameters()[i].device()) << i << "." << key;
+    }
   }
 }
 

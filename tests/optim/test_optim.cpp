@@ -113,6 +113,12 @@ TEST(Optim, StateDictLayout) {
   EXPECT_DOUBLE_EQ(other.param_groups()[0].lr(), 0.02);
   EXPECT_DOUBLE_EQ(other.param_groups()[0].get("beta1"), 0.8);
   EXPECT_TRUE(equal(other.state(0).at("exp_avg"), d.tensors.at("state.0.exp_avg")));
+  // The step count is copied as saved: the next step advances the optimizer's, not the dict's.
+  EXPECT_EQ(other.state(1).at("step").dtype(), kFloat32);
+  EXPECT_TRUE(other.state(1).at("step").is_cpu());
+  train(other, q, 1);
+  EXPECT_EQ(other.state(1).at("step").item<double>(), 4.0);
+  EXPECT_EQ(d.tensors.at("state.1.step").item<double>(), 3.0);
 }
 
 TEST(Optim, LoadStateDictRejectsMismatches) {
