@@ -91,8 +91,11 @@ void check_pool2d_args(const Pool2dArgs& args, const char* op) {
   }
 }
 
-void check_fused_update_views(const char* op, const TensorView& param,
-                              std::initializer_list<const TensorView*> others) {
+void check_fused_update_views(const char* op, const TensorView& param, std::initializer_list<const TensorView*> others,
+                              const TensorView& skip) {
+  EMBER_CHECK(
+      skip.data == nullptr || (skip.dtype == kBool && skip.numel() == 1 && skip.device_index == param.device_index),
+      "[", op, "] skip must be a single bool on the parameter's device");
   EMBER_CHECK(param.dtype == kFloat32 || param.dtype == kFloat64, "[", op,
               "] fused update needs float32 or float64, got ", dtype_name(param.dtype));
   EMBER_CHECK(param.is_contiguous(), "[", op, "] parameter must be contiguous");

@@ -196,17 +196,20 @@ class Backend {
   /// Fused optimizer updates, one pass over a parameter (kernels/optim_ops.h has the math). All
   /// views are contiguous, of one size and of one dtype, float32 or float64; state views are
   /// updated in place, and a state view the update does not use (no momentum, no amsgrad, an
-  /// RMSprop that is not centered) has null data.
+  /// RMSprop that is not centered) has null data. `skip` is null or a 0-dim bool on the
+  /// parameter's device: when it holds true the update writes nothing. The kernel reads it, so a
+  /// step can depend on a device-side check (Optimizer::step(skip)) without the host waiting.
   virtual void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
-                        const kernels::SgdStep& step) = 0;
+                        const kernels::SgdStep& step, const TensorView& skip) = 0;
   virtual void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
-                         const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
-                         const kernels::AdamStep& step) = 0;
+                         const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq, const kernels::AdamStep& step,
+                         const TensorView& skip) = 0;
   virtual void adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
-                             const TensorView& acc_delta, const kernels::AdadeltaStep& step) = 0;
+                             const TensorView& acc_delta, const kernels::AdadeltaStep& step,
+                             const TensorView& skip) = 0;
   virtual void rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                             const TensorView& grad_avg, const TensorView& momentum_buffer,
-                            const kernels::RmspropStep& step) = 0;
+                            const kernels::RmspropStep& step, const TensorView& skip) = 0;
 
   /// Fills `out` (contiguous) from this device type's default generator.
   virtual void random(const TensorView& out, const RandomArgs& args) = 0;
@@ -231,9 +234,11 @@ void check_pool2d_args(const Pool2dArgs& args, const char* op);
 void check_cross_entropy_views(const char* op, const TensorView& logits, const TensorView& target,
                                const TensorView& weight);
 
-/// The checks every backend's sgd_step/adam_step makes: a float32/float64 contiguous parameter,
-/// and gradient and state views (those with data) of its dtype, size and device, contiguous.
-void check_fused_update_views(const char* op, const TensorView& param, std::initializer_list<const TensorView*> others);
+/// The checks every backend's fused update makes: a float32/float64 contiguous parameter, and
+/// gradient and state views (those with data) of its dtype, size and device, contiguous.
+/// `skip`, when it has data, must be a single bool on the parameter's device.
+void check_fused_update_views(const char* op, const TensorView& param, std::initializer_list<const TensorView*> others,
+                              const TensorView& skip);
 
 /// The backend for a device type, or nullptr when this build has none.
 Backend* find_backend(DeviceType type);

@@ -1,5 +1,6 @@
 #include "ember/optim/optimizer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string_view>
@@ -57,15 +58,48 @@ std::map<std::string, Tensor>& Optimizer::state(size_t index) {
   return state_[index];
 }
 
-void Optimizer::step() {
+void Optimizer::step() { step(Tensor()); }
+
+void Optimizer::step(const Tensor& skip) {
+  EMBER_CHECK(!skip.defined() || (skip.dtype() == kBool && skip.dim() == 0),
+              "Optimizer::step(skip) expects a 0-dim bool tensor, got ", dtype_name(skip.dtype()), " of size ",
+              detail::shape_str(skip.sizes()));
   NoGradGuard no_grad;
   size_t index = 0;
   for (auto& group : groups_) {
     for (Tensor& param : group.params) {
       Tensor grad = param.grad();
-      if (grad.defined()) update(group, param, grad, state_[index]);
+      if (grad.defined()) update(group, param, grad, state_[index], skip);
       ++index;
     }
+  }
+}
+
+bool Optimizer::skipped(const Tensor& skip) { return skip.defined() && skip.item<bool>(); }
+
+Optimizer::HostState Optimizer::host_state() const {
+  HostState saved;
+  saved.names.resize(state_.size());
+  saved.steps.assign(state_.size(), std::nan(""));
+  for (size_t i = 0; i < state_.size(); ++i) {
+    for (const auto& [name, tensor] : state_[i]) saved.names[i].push_back(name);
+    auto step = state_[i].find("step");
+    // "step" lives on the CPU (see load_state_dict): reading it waits for no device.
+    if (step != state_[i].end() && step->second.defined()) saved.steps[i] = step->second.item<double>();
+  }
+  return saved;
+}
+
+void Optimizer::restore_host_state(const HostState& saved) {
+  EMBER_CHECK(saved.names.size() == state_.size() && saved.steps.size() == state_.size(),
+              "restore_host_state: the saved state is for ", saved.names.size(), " parameters, this optimizer has ",
+              state_.size());
+  for (size_t i = 0; i < state_.size(); ++i) {
+    const std::vector<std::string>& keep = saved.names[i];
+    std::erase_if(state_[i],
+                  [&](const auto& entry) { return std::find(keep.begin(), keep.end(), entry.first) == keep.end(); });
+    auto step = state_[i].find("step");
+    if (step != state_[i].end() && !std::isnan(saved.steps[i])) step->second.fill_(saved.steps[i]);
   }
 }
 

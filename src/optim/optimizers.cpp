@@ -25,10 +25,12 @@ void check_eps(double eps) { EMBER_CHECK(eps >= 0.0, "Invalid epsilon value: ", 
 void check_weight_decay(double wd) { EMBER_CHECK(wd >= 0.0, "Invalid weight_decay value: ", python_float(wd)); }
 
 /// Whether one fused backend call can replace the op-by-op update: every tensor contiguous,
-/// float32 or float64 like the parameter, on its device. (Others, e.g. float16 parameters, keep
-/// the op-by-op path, which rounds to 16 bits between ops as PyTorch does.)
-bool fusable(const Tensor& param, std::initializer_list<const Tensor*> others) {
+/// float32 or float64 like the parameter, on its device, and a skip flag there too. (Others,
+/// e.g. float16 parameters, keep the op-by-op path, which rounds to 16 bits between ops as
+/// PyTorch does.)
+bool fusable(const Tensor& param, const Tensor& skip, std::initializer_list<const Tensor*> others) {
   if ((param.dtype() != kFloat32 && param.dtype() != kFloat64) || !param.is_contiguous()) return false;
+  if (skip.defined() && skip.device() != param.device()) return false;
   for (const Tensor* t : others) {
     if (!t->defined()) continue;
     if (t->dtype() != param.dtype() || t->device() != param.device() || !t->is_contiguous() ||
@@ -147,14 +149,17 @@ Tensor effective_grad(const ParamGroup& group, const Tensor& param, const Tensor
 SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(single_group(std::move(params)), options) {}
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults) : Optimizer(std::move(groups), sgd_options(defaults)) {}
 
-void SGD::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state) {
+void SGD::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+                 const Tensor& skip) {
   const double momentum = group.get("momentum");
   auto it = state.find("momentum_buffer");
   const bool first_step = momentum != 0 && it == state.end();
   Tensor buffer = it != state.end() ? it->second : Tensor();
-  if (fusable(param, {&grad, &buffer})) {
+  if (fusable(param, skip, {&grad, &buffer})) {
     if (first_step) {
-      buffer = empty_like(param);
+      // Written whole by the first step; zeros when it may be skipped, so that a skipped first
+      // step leaves a buffer that a later step can build on.
+      buffer = skip.defined() ? zeros_like(param) : empty_like(param);
       state["momentum_buffer"] = buffer;
     }
     kernels::SgdStep step;
@@ -165,10 +170,11 @@ void SGD::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std
     step.nesterov = group.get("nesterov") != 0;
     step.maximize = group.get("maximize") != 0;
     step.first_step = first_step;
-    backend_for(param.device()).sgd_step(view_of(param), view_of(grad), view_or_null(buffer), step);
+    backend_for(param.device()).sgd_step(view_of(param), view_of(grad), view_or_null(buffer), step, view_or_null(skip));
     mark_written({&param, &buffer});
     return;
   }
+  if (skipped(skip)) return;
   Tensor g = effective_grad(group, param, grad);
   if (momentum != 0) {
     if (first_step) {
@@ -190,7 +196,8 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults) : Adam(std::mov
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults, bool decoupled)
     : Optimizer(std::move(groups), adam_options(defaults)), decoupled_weight_decay_(decoupled) {}
 
-void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state) {
+void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+                  const Tensor& skip) {
   const double lr = group.lr(), beta1 = group.get("beta1"), beta2 = group.get("beta2");
   const double weight_decay = group.get("weight_decay");
   const bool amsgrad = group.get("amsgrad") != 0;
@@ -211,7 +218,7 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, st
   Tensor& exp_avg = state["exp_avg"];
   Tensor& exp_avg_sq = state["exp_avg_sq"];
   Tensor max_sq = amsgrad ? state["max_exp_avg_sq"] : Tensor();
-  if (fusable(param, {&grad, &exp_avg, &exp_avg_sq, &max_sq})) {
+  if (fusable(param, skip, {&grad, &exp_avg, &exp_avg_sq, &max_sq})) {
     kernels::AdamStep fused;
     fused.lr = lr;
     fused.beta1 = beta1;
@@ -224,10 +231,12 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, st
     fused.maximize = group.get("maximize") != 0;
     fused.amsgrad = amsgrad;
     backend_for(param.device())
-        .adam_step(view_of(param), view_of(grad), view_of(exp_avg), view_of(exp_avg_sq), view_or_null(max_sq), fused);
+        .adam_step(view_of(param), view_of(grad), view_of(exp_avg), view_of(exp_avg_sq), view_or_null(max_sq), fused,
+                   view_or_null(skip));
     mark_written({&param, &exp_avg, &exp_avg_sq, &max_sq});
     return;
   }
+  if (skipped(skip)) return;
   Tensor g = group.get("maximize") != 0 ? grad.neg() : grad;
   if (weight_decay != 0) {
     if (decoupled_weight_decay_) {
@@ -260,8 +269,8 @@ Adadelta::Adadelta(std::vector<Tensor> params, AdadeltaOptions options)
 Adadelta::Adadelta(std::vector<ParamGroup> groups, AdadeltaOptions defaults)
     : Optimizer(std::move(groups), adadelta_options(defaults)) {}
 
-void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
-                      std::map<std::string, Tensor>& state) {
+void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+                      const Tensor& skip) {
   if (state.empty()) {
     state["step"] = scalar_tensor(0.0, kFloat32);
     state["square_avg"] = zeros_like(param);
@@ -271,7 +280,7 @@ void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad
   increment_step(state);
   Tensor& square_avg = state["square_avg"];
   Tensor& acc_delta = state["acc_delta"];
-  if (fusable(param, {&grad, &square_avg, &acc_delta})) {
+  if (fusable(param, skip, {&grad, &square_avg, &acc_delta})) {
     kernels::AdadeltaStep fused;
     fused.lr = group.lr();
     fused.rho = rho;
@@ -279,10 +288,12 @@ void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad
     fused.weight_decay = group.get("weight_decay");
     fused.maximize = group.get("maximize") != 0;
     backend_for(param.device())
-        .adadelta_step(view_of(param), view_of(grad), view_of(square_avg), view_of(acc_delta), fused);
+        .adadelta_step(view_of(param), view_of(grad), view_of(square_avg), view_of(acc_delta), fused,
+                       view_or_null(skip));
     mark_written({&param, &square_avg, &acc_delta});
     return;
   }
+  if (skipped(skip)) return;
   Tensor g = effective_grad(group, param, grad);
   decay_add_square_(square_avg, g, rho);
   Tensor std_dev = (square_avg + eps).sqrt();
@@ -300,7 +311,8 @@ RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
 RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
     : Optimizer(std::move(groups), rmsprop_options(defaults)) {}
 
-void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state) {
+void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+                     const Tensor& skip) {
   const double alpha = group.get("alpha"), eps = group.get("eps"), momentum = group.get("momentum");
   const bool centered = group.get("centered") != 0;
   if (state.empty()) {
@@ -322,7 +334,7 @@ void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
     if (!stored.defined()) stored = zeros_like(param);  // momentum switched on after the first step
     buffer = stored;
   }
-  if (fusable(param, {&grad, &square_avg, &grad_avg, &buffer})) {
+  if (fusable(param, skip, {&grad, &square_avg, &grad_avg, &buffer})) {
     kernels::RmspropStep fused;
     fused.lr = group.lr();
     fused.alpha = alpha;
@@ -333,10 +345,11 @@ void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
     fused.maximize = group.get("maximize") != 0;
     backend_for(param.device())
         .rmsprop_step(view_of(param), view_of(grad), view_of(square_avg), view_or_null(grad_avg), view_or_null(buffer),
-                      fused);
+                      fused, view_or_null(skip));
     mark_written({&param, &square_avg, &grad_avg, &buffer});
     return;
   }
+  if (skipped(skip)) return;
   Tensor g = effective_grad(group, param, grad);
   decay_add_square_(square_avg, g, alpha);
   Tensor avg;

@@ -3,6 +3,7 @@
 // model and optimizer trained on the device load on the CPU and carry on identically).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -179,6 +180,71 @@ TEST_P(DeviceParityOptim, StateTrainedOnTheDeviceLoadsOnTheCpu) {
   for (size_t i = 0; i < again->parameters().size(); ++i) {
     for (const auto& [key, value] : again_opt.state(i)) {
       EXPECT_EQ(value.device(), key == "step" ? Device(kCPU) : again->parameters()[i].device()) << i << "." << key;
+    }
+  }
+}
+
+TEST_P(DeviceParityOptim, StepsSkippedOnTheDeviceMatchTheCpu) {
+  // As `ember train` does it: the skip flag is computed on the device from the gradients, a NaN
+  // in one of them skips the step, and the host restores its counts once it reads the flag. The
+  // flag on the CPU instead (parameters on the device) takes the host-read path.
+  const std::vector<bool> pattern = {false, true, false, true, true, false, false};
+  const std::vector<Batch> batches = make_batches(static_cast<int>(pattern.size()));
+  for (const bool flag_on_device : {true, false}) {
+    for (const auto& [name, factory] : optimizers()) {
+      const std::string what = name + (flag_on_device ? "" : " (flag on the CPU)");
+      auto cpu = make_model();
+      auto dev = make_model();
+      dev->to(device());
+      auto cpu_opt = factory(cpu->parameters());
+      auto dev_opt = factory(dev->parameters());
+      for (size_t i = 0; i < pattern.size(); ++i) {
+        // The CPU reference takes the plain step on the steps not skipped, and nothing else.
+        cpu_opt->zero_grad();
+        nn::functional::cross_entropy((*cpu)(batches[i].x), batches[i].y).backward();
+        if (!pattern[i]) cpu_opt->step();
+
+        dev_opt->zero_grad();
+        nn::functional::cross_entropy((*dev)(batches[i].x.to(device())), batches[i].y.to(device())).backward();
+        std::vector<Tensor> params = dev->parameters(), grads;
+        if (pattern[i]) {
+          Tensor one = params[0].grad();  // one element of one gradient turns NaN
+          while (one.dim() > 0) one = one.select(0, one.size(0) / 2);
+          one.fill_(std::nan(""));
+        }
+        for (const Tensor& p : params) grads.push_back(p.grad());
+        Tensor skip = logical_not(all_finite(grads));
+        EXPECT_EQ(skip.device(), params[0].device()) << what;
+        if (!flag_on_device) skip = skip.to(Device(kCPU));
+        std::vector<Tensor> before;
+        for (const Tensor& p : params) before.push_back(p.detach().clone());
+        const optim::Optimizer::HostState saved = dev_opt->host_state();
+        dev_opt->step(skip);
+        // Read after the step, as a training loop would: the step itself did not wait for it.
+        ASSERT_EQ(skip.item<bool>(), pattern[i]) << what << " step " << i;
+        if (pattern[i]) {
+          dev_opt->restore_host_state(saved);
+          // A skipped step leaves the parameters bit for bit, NaN gradient and all.
+          for (size_t k = 0; k < params.size(); ++k) {
+            EXPECT_TRUE(
+                close_to_cpu(params[k].detach(), before[k].to(Device(kCPU)), 0, 0,
+                             what + ": parameter " + std::to_string(k) + " after skipped step " + std::to_string(i)));
+          }
+        }
+      }
+      const auto pc = cpu->named_parameters();
+      const auto pd = dev->named_parameters();
+      for (size_t k = 0; k < pc.size(); ++k) {
+        EXPECT_TRUE(close_to_cpu(pd[k].second.detach(), pc[k].second.detach(), kRtol, kAtol,
+                                 what + ": " + pd[k].first + " after the skips"));
+        // Every state tensor too: no NaN leaked in, and the restored counts equal the CPU's.
+        for (const auto& [key, value] : cpu_opt->state(k)) {
+          ASSERT_TRUE(dev_opt->state(k).count(key)) << what << " has no state '" << key << "' on the device";
+          EXPECT_TRUE(close_to_cpu(dev_opt->state(k).at(key), value, key == "step" ? 0 : kRtol,
+                                   key == "step" ? 0 : kAtol, what + " state " + std::to_string(k) + "." + key));
+        }
+        EXPECT_EQ(dev_opt->state(k).size(), cpu_opt->state(k).size()) << what << " parameter " << k;
+      }
     }
   }
 }

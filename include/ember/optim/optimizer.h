@@ -51,8 +51,32 @@ class Optimizer {
 
   /// One update of every parameter that has a gradient, under NoGradGuard.
   void step();
+  /// step(), unless `skip`, a 0-dim bool tensor, holds true: then no parameter and no state
+  /// tensor changes. The decision is taken where the parameters are: float32 and float64
+  /// parameters on skip's device are updated by fused kernels that read the flag themselves, so a
+  /// step can hinge on a check computed on a GPU (ember::all_finite of the gradients, say) without
+  /// the host waiting for it. (Other parameters read it on the host, which waits.)
+  ///
+  /// What the optimizer keeps on the host (HostState: Adam's step counts, say) advances as for a
+  /// step taken when a kernel decides, since the host does not know the answer. A caller who
+  /// learns later that `skip` was true restores the HostState taken before the call; the
+  /// optimizer is then exactly as if the step had not been called. Without that, a skipped step
+  /// still counts in Adam's bias corrections. (PyTorch's fused optimizers keep their counts on the
+  /// GPU for this; ember keeps them on the host, where the bias corrections are computed.)
+  void step(const Tensor& skip);
   /// Clears gradients: undefined (like `p.grad = None`) or zero-filled.
   void zero_grad(bool set_to_none = true);
+
+  /// The part of the state a step changes on the host: which state entries each parameter has
+  /// (a first step creates them) and its "step" count. Cheap to take: no tensor is copied.
+  struct HostState {
+    std::vector<std::vector<std::string>> names;  // per parameter, its state entries
+    std::vector<double> steps;                    // per parameter, its "step" count (NaN: none)
+  };
+  HostState host_state() const;
+  /// Goes back to `saved`, taken before steps whose `skip` held true (and only those: a step
+  /// taken changed tensors, which this does not restore). Entries created since are dropped.
+  void restore_host_state(const HostState& saved);
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
@@ -70,8 +94,12 @@ class Optimizer {
  protected:
   Optimizer(std::vector<ParamGroup> groups, Options defaults);
   /// Updates one parameter (with a defined grad) of `group`; `state` is its own state map.
-  virtual void update(const ParamGroup& group, Tensor& param, const Tensor& grad,
-                      std::map<std::string, Tensor>& state) = 0;
+  /// `skip` is step(skip)'s flag, undefined for step(): the host-side bookkeeping advances
+  /// regardless, and no tensor may change when it holds true (see skipped()).
+  virtual void update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+                      const Tensor& skip) = 0;
+  /// For an update that cannot hand `skip` to a fused kernel: reads it on the host.
+  static bool skipped(const Tensor& skip);
 
  private:
   Options defaults_;

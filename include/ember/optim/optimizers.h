@@ -25,8 +25,8 @@ class SGD : public Optimizer {
   SGD(std::vector<ParamGroup> groups, SGDOptions defaults = {});
 
  protected:
-  void update(const ParamGroup& group, Tensor& param, const Tensor& grad,
-              std::map<std::string, Tensor>& state) override;
+  void update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+              const Tensor& skip) override;
 };
 
 struct AdamOptions {
@@ -48,8 +48,8 @@ class Adam : public Optimizer {
  protected:
   /// `decoupled`: AdamW's decay of the parameter instead of L2 added to the gradient.
   Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults, bool decoupled);
-  void update(const ParamGroup& group, Tensor& param, const Tensor& grad,
-              std::map<std::string, Tensor>& state) override;
+  void update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+              const Tensor& skip) override;
 
  private:
   bool decoupled_weight_decay_ = false;
@@ -87,8 +87,8 @@ class Adadelta : public Optimizer {
   Adadelta(std::vector<ParamGroup> groups, AdadeltaOptions defaults = {});
 
  protected:
-  void update(const ParamGroup& group, Tensor& param, const Tensor& grad,
-              std::map<std::string, Tensor>& state) override;
+  void update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+              const Tensor& skip) override;
 };
 
 struct RMSpropOptions {
@@ -108,8 +108,8 @@ class RMSprop : public Optimizer {
   RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults = {});
 
  protected:
-  void update(const ParamGroup& group, Tensor& param, const Tensor& grad,
-              std::map<std::string, Tensor>& state) override;
+  void update(const ParamGroup& group, Tensor& param, const Tensor& grad, std::map<std::string, Tensor>& state,
+              const Tensor& skip) override;
 };
 
 }  // namespace ember::optim

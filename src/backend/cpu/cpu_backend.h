@@ -56,15 +56,15 @@ class CpuBackend final : public Backend {
                               const TensorView& grad_logits) override;
   void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
-                const kernels::SgdStep& step) override;
+                const kernels::SgdStep& step, const TensorView& skip) override;
   void adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
-                 const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
-                 const kernels::AdamStep& step) override;
+                 const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq, const kernels::AdamStep& step,
+                 const TensorView& skip) override;
   void adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
-                     const TensorView& acc_delta, const kernels::AdadeltaStep& step) override;
+                     const TensorView& acc_delta, const kernels::AdadeltaStep& step, const TensorView& skip) override;
   void rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
-                    const TensorView& grad_avg, const TensorView& momentum_buffer,
-                    const kernels::RmspropStep& step) override;
+                    const TensorView& grad_avg, const TensorView& momentum_buffer, const kernels::RmspropStep& step,
+                    const TensorView& skip) override;
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;

@@ -162,11 +162,16 @@ void rmsprop_range(const kernels::RmspropStep& step, C* p, const C* g, C* s, C* 
   }
 }
 
+/// Whether a step's skip flag (null: none) holds true. On the CPU the flag is host memory,
+/// written by ops that have finished, so reading it waits for nothing.
+bool skipped(const TensorView& skip) { return skip.data != nullptr && *skip.ptr<const bool>(); }
+
 }  // namespace
 
 void CpuBackend::sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
-                          const kernels::SgdStep& step) {
-  check_fused_update_views("sgd_step", param, {&grad, &momentum_buffer});
+                          const kernels::SgdStep& step, const TensorView& skip) {
+  check_fused_update_views("sgd_step", param, {&grad, &momentum_buffer}, skip);
+  if (skipped(skip)) return;
   EMBER_CHECK(step.momentum == 0 || momentum_buffer.data != nullptr, "[sgd_step] momentum needs a buffer");
   auto run = [&]<typename C>() {
     C* p = param.ptr<C>();
@@ -183,8 +188,9 @@ void CpuBackend::sgd_step(const TensorView& param, const TensorView& grad, const
 
 void CpuBackend::adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
                            const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
-                           const kernels::AdamStep& step) {
-  check_fused_update_views("adam_step", param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq});
+                           const kernels::AdamStep& step, const TensorView& skip) {
+  check_fused_update_views("adam_step", param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, skip);
+  if (skipped(skip)) return;
   EMBER_CHECK(exp_avg.data != nullptr && exp_avg_sq.data != nullptr && (!step.amsgrad || max_exp_avg_sq.data),
               "[adam_step] missing state");
   auto run = [&]<typename C>() {
@@ -204,8 +210,9 @@ void CpuBackend::adam_step(const TensorView& param, const TensorView& grad, cons
 }
 
 void CpuBackend::adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
-                               const TensorView& acc_delta, const kernels::AdadeltaStep& step) {
-  check_fused_update_views("adadelta_step", param, {&grad, &square_avg, &acc_delta});
+                               const TensorView& acc_delta, const kernels::AdadeltaStep& step, const TensorView& skip) {
+  check_fused_update_views("adadelta_step", param, {&grad, &square_avg, &acc_delta}, skip);
+  if (skipped(skip)) return;
   EMBER_CHECK(square_avg.data != nullptr && acc_delta.data != nullptr, "[adadelta_step] missing state");
   auto run = [&]<typename C>() {
     C* p = param.ptr<C>();
@@ -229,8 +236,9 @@ void CpuBackend::adadelta_step(const TensorView& param, const TensorView& grad, 
 
 void CpuBackend::rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                               const TensorView& grad_avg, const TensorView& momentum_buffer,
-                              const kernels::RmspropStep& step) {
-  check_fused_update_views("rmsprop_step", param, {&grad, &square_avg, &grad_avg, &momentum_buffer});
+                              const kernels::RmspropStep& step, const TensorView& skip) {
+  check_fused_update_views("rmsprop_step", param, {&grad, &square_avg, &grad_avg, &momentum_buffer}, skip);
+  if (skipped(skip)) return;
   EMBER_CHECK(square_avg.data != nullptr && (!step.centered || grad_avg.data != nullptr) &&
                   (step.momentum <= 0 || momentum_buffer.data != nullptr),
               "[rmsprop_step] missing state");

@@ -12,8 +12,11 @@ namespace ember::cuda_impl {
 namespace {
 
 // One element's update per loop iteration; the bodies hold the typed pointers and the step.
+// `skip` (null: none) is the device-side flag of Optimizer::step(skip): every thread reads the
+// same byte, and when it holds true the launch writes nothing.
 template <typename Body>
-__global__ void update_kernel(int64_t n, Body body) {
+__global__ void update_kernel(int64_t n, Body body, const bool* skip) {
+  if (skip != nullptr && *skip) return;
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) body(i);
 }
@@ -72,16 +75,18 @@ struct RmspropBody {
 /// Runs `make_body.template operator()<C>()`'s body over param's elements, C being float or
 /// double as param's dtype says, on param's device and current stream.
 template <typename MakeBody>
-void launch_update(const char* op, const TensorView& param, const MakeBody& make_body) {
+void launch_update(const char* op, const TensorView& param, const TensorView& skip, const MakeBody& make_body) {
   const int64_t n = param.numel();
   const Launch1d launch = launch_1d(n);
   if (launch.blocks == 0) return;
   DeviceGuard guard(param.device_index);
   cudaStream_t stream = current_stream(param.device_index);
   if (param.dtype == kFloat32) {
-    update_kernel<<<launch.blocks, launch.threads, 0, stream>>>(n, make_body.template operator()<float>());
+    update_kernel<<<launch.blocks, launch.threads, 0, stream>>>(n, make_body.template operator()<float>(),
+                                                                skip.ptr<const bool>());
   } else {
-    update_kernel<<<launch.blocks, launch.threads, 0, stream>>>(n, make_body.template operator()<double>());
+    update_kernel<<<launch.blocks, launch.threads, 0, stream>>>(n, make_body.template operator()<double>(),
+                                                                skip.ptr<const bool>());
   }
   check_launch(op);
 }
@@ -89,43 +94,44 @@ void launch_update(const char* op, const TensorView& param, const MakeBody& make
 }  // namespace
 
 void CudaBackend::sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
-                           const kernels::SgdStep& step) {
-  check_fused_update_views("sgd_step", param, {&grad, &momentum_buffer});
+                           const kernels::SgdStep& step, const TensorView& skip) {
+  check_fused_update_views("sgd_step", param, {&grad, &momentum_buffer}, skip);
   EMBER_CHECK(step.momentum == 0 || momentum_buffer.data != nullptr, "[sgd_step] momentum needs a buffer");
-  launch_update("sgd_step", param, [&]<typename C>() {
+  launch_update("sgd_step", param, skip, [&]<typename C>() {
     return SgdBody<C>{param.ptr<C>(), grad.ptr<const C>(), momentum_buffer.ptr<C>(), step};
   });
 }
 
 void CudaBackend::adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
                             const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
-                            const kernels::AdamStep& step) {
-  check_fused_update_views("adam_step", param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq});
+                            const kernels::AdamStep& step, const TensorView& skip) {
+  check_fused_update_views("adam_step", param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, skip);
   EMBER_CHECK(exp_avg.data != nullptr && exp_avg_sq.data != nullptr && (!step.amsgrad || max_exp_avg_sq.data),
               "[adam_step] missing state");
-  launch_update("adam_step", param, [&]<typename C>() {
+  launch_update("adam_step", param, skip, [&]<typename C>() {
     return AdamBody<C>{param.ptr<C>(),      grad.ptr<const C>(),     exp_avg.ptr<C>(),
                        exp_avg_sq.ptr<C>(), max_exp_avg_sq.ptr<C>(), step};
   });
 }
 
 void CudaBackend::adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
-                                const TensorView& acc_delta, const kernels::AdadeltaStep& step) {
-  check_fused_update_views("adadelta_step", param, {&grad, &square_avg, &acc_delta});
+                                const TensorView& acc_delta, const kernels::AdadeltaStep& step,
+                                const TensorView& skip) {
+  check_fused_update_views("adadelta_step", param, {&grad, &square_avg, &acc_delta}, skip);
   EMBER_CHECK(square_avg.data != nullptr && acc_delta.data != nullptr, "[adadelta_step] missing state");
-  launch_update("adadelta_step", param, [&]<typename C>() {
+  launch_update("adadelta_step", param, skip, [&]<typename C>() {
     return AdadeltaBody<C>{param.ptr<C>(), grad.ptr<const C>(), square_avg.ptr<C>(), acc_delta.ptr<C>(), step};
   });
 }
 
 void CudaBackend::rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                                const TensorView& grad_avg, const TensorView& momentum_buffer,
-                               const kernels::RmspropStep& step) {
-  check_fused_update_views("rmsprop_step", param, {&grad, &square_avg, &grad_avg, &momentum_buffer});
+                               const kernels::RmspropStep& step, const TensorView& skip) {
+  check_fused_update_views("rmsprop_step", param, {&grad, &square_avg, &grad_avg, &momentum_buffer}, skip);
   EMBER_CHECK(square_avg.data != nullptr && (!step.centered || grad_avg.data != nullptr) &&
                   (step.momentum <= 0 || momentum_buffer.data != nullptr),
               "[rmsprop_step] missing state");
-  launch_update("rmsprop_step", param, [&]<typename C>() {
+  launch_update("rmsprop_step", param, skip, [&]<typename C>() {
     return RmspropBody<C>{param.ptr<C>(),    grad.ptr<const C>(),      square_avg.ptr<C>(),
                           grad_avg.ptr<C>(), momentum_buffer.ptr<C>(), step};
   });
