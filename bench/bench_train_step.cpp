@@ -6,9 +6,11 @@
 //   perf record -g build-cpu/bench/bench_train_step --benchmark_filter=mlp --benchmark_min_time=5
 //
 // The recipes are those of bench/compare_pytorch.sh: mlp with SGD (lr 1e-3), cnn with Adadelta
-// (lr 1.0), batch 64. "+check" adds the trainer's per-step test that the loss and the gradients
-// are finite (ember::all_finite, one pass, one bool read back); "+sums" the test it replaced
-// (one sum per gradient, each read back), kept for comparison.
+// (lr 1.0), batch 64. "+verdict" adds what `ember train` does at each step to test that the loss
+// and the gradients are finite: the check folded into a flag on the device, the optimizer step
+// conditioned on it, the flag copied out and read a step later (train/step_verdicts.h), and the
+// optimizer's host state kept. "+check" is the test it replaced (ember::all_finite, its bool read
+// back before the step), "+sums" the one before that (one sum per gradient, each read back).
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -18,6 +20,7 @@
 #include "ember/nn/functional.h"
 #include "ember/optim/optimizers.h"
 #include "train/models.h"
+#include "train/step_verdicts.h"
 
 namespace {
 
@@ -29,7 +32,7 @@ std::unique_ptr<ember::optim::Optimizer> make_optimizer(const std::string& model
   return std::make_unique<ember::optim::Adadelta>(std::move(params), ember::optim::AdadeltaOptions{.lr = 1.0});
 }
 
-enum class Check { None, Sums, AllFinite };
+enum class Check { None, Sums, AllFinite, Verdict };
 
 void train_step(benchmark::State& state, const std::string& model_name, Check check) {
   ember::manual_seed(0);
@@ -41,10 +44,23 @@ void train_step(benchmark::State& state, const std::string& model_name, Check ch
   const ember::Tensor labels = ember::randint(10, {kBatch});
   double finite_sum = 0;
   std::vector<ember::Tensor> checked;
+  ember::train::StepVerdicts verdicts(ember::Device("cpu"), /*all_ranks=*/false);
+  int previous = -1;
   for (auto _ : state) {
+    const ember::optim::Optimizer::HostState before =
+        check == Check::Verdict ? optimizer->host_state() : ember::optim::Optimizer::HostState();
+    benchmark::DoNotOptimize(before);
     const ember::Tensor loss = ember::nn::functional::cross_entropy(model->forward(images), labels);
     optimizer->zero_grad();
     loss.backward();
+    if (check == Check::Verdict) {
+      checked.assign({loss.detach()});
+      for (const ember::Tensor& p : params) checked.push_back(p.grad());
+      optimizer->step(verdicts.check(checked));
+      if (previous >= 0) finite_sum += verdicts.read(previous) ? 1 : 0;
+      previous = verdicts.record();
+      continue;
+    }
     if (check == Check::Sums) {
       finite_sum += loss.item<double>();
       for (const ember::Tensor& p : params) finite_sum += p.grad().sum().item<double>();
@@ -66,12 +82,22 @@ void finiteness_check(benchmark::State& state, Check check) {
   const ember::Tensor loss = ember::nn::functional::cross_entropy(model->forward(ember::randn({kBatch, 1, 28, 28})),
                                                                   ember::randint(10, {kBatch}));
   loss.backward();
+  const std::unique_ptr<ember::optim::Optimizer> optimizer = make_optimizer("mlp", params);
+  ember::train::StepVerdicts verdicts(ember::Device("cpu"), /*all_ranks=*/false);
   double finite_sum = 0;
   std::vector<ember::Tensor> checked;
   for (auto _ : state) {
     if (check == Check::Sums) {
       finite_sum += loss.item<double>();
       for (const ember::Tensor& p : params) finite_sum += p.grad().sum().item<double>();
+    } else if (check == Check::Verdict) {
+      // Without the optimizer step it conditions: the flag, its copy and its read, and the
+      // optimizer's host state.
+      benchmark::DoNotOptimize(optimizer->host_state());
+      checked.assign({loss.detach()});
+      for (const ember::Tensor& p : params) checked.push_back(p.grad());
+      benchmark::DoNotOptimize(verdicts.check(checked));
+      finite_sum += verdicts.read(verdicts.record()) ? 1 : 0;
     } else {
       checked.assign({loss.detach()});
       for (const ember::Tensor& p : params) checked.push_back(p.grad());
@@ -80,6 +106,7 @@ void finiteness_check(benchmark::State& state, Check check) {
   }
   benchmark::DoNotOptimize(finite_sum);
 }
+BENCHMARK_CAPTURE(finiteness_check, verdict, Check::Verdict)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(finiteness_check, all_finite, Check::AllFinite)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(finiteness_check, sums, Check::Sums)->Unit(benchmark::kMicrosecond);
 
@@ -100,6 +127,7 @@ BENCHMARK_CAPTURE(loss_step, cross_entropy, true)->Unit(benchmark::kMicrosecond)
 BENCHMARK_CAPTURE(loss_step, log_softmax_nll_loss, false)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_CAPTURE(train_step, mlp, std::string("mlp"), Check::None)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(train_step, mlp + verdict, std::string("mlp"), Check::Verdict)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(train_step, mlp + check, std::string("mlp"), Check::AllFinite)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(train_step, mlp + sums, std::string("mlp"), Check::Sums)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(train_step, cnn, std::string("cnn"), Check::None)->Unit(benchmark::kMillisecond);

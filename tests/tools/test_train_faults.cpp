@@ -196,3 +196,104 @@ TEST(SaveFailures, TheLastSaveIsRetriedThenReportedAsAnError) {
     EXPECT_TRUE(fs::exists(bad_dir.path() / "model.safetensors"));  // what could be saved was
   }
 }
+
+// The trainer reads each step's verdict a step late (train/step_verdicts.h) and rebuilds the
+// state that checking each step at once would leave. Under plain SGD a skipped step leaves what a
+// step with zero gradients leaves, so a run skipping steps must end bit for bit where a run with
+// those losses scaled by 0 ends: the weights, the dropout masks drawn (the generator's state), the
+// momentum buffer, the step count.
+namespace {
+
+train::TrainOptions plain_sgd(const fs::path& out, const std::string& model, double momentum, int64_t epochs) {
+  train::TrainOptions o;
+  o.model = model;
+  o.optimizer = "sgd";
+  o.lr = 0.05;
+  o.momentum = momentum;
+  o.limit = 256;  // 4 steps per epoch
+  o.epochs = epochs;
+  o.progress = train::ProgressStyle::Quiet;
+  o.out = out;
+  return o;
+}
+
+void expect_same_state(const fs::path& a, const fs::path& b) {
+  const io::Checkpoint x = io::load_checkpoint(a / "checkpoint.safetensors");
+  const io::Checkpoint y = io::load_checkpoint(b / "checkpoint.safetensors");
+  for (const auto& [name, t] : x.model) EXPECT_TRUE(equal(t, y.model.at(name))) << name;
+  ASSERT_EQ(x.optimizer.tensors.size(), y.optimizer.tensors.size());
+  for (const auto& [name, t] : x.optimizer.tensors) EXPECT_TRUE(equal(t, y.optimizer.tensors.at(name))) << name;
+  EXPECT_TRUE(equal(x.rng, y.rng));
+  EXPECT_EQ(x.step, y.step);
+  EXPECT_EQ(x.loader.epoch, y.loader.epoch);
+  EXPECT_EQ(x.loader.position, y.loader.position);
+}
+
+}  // namespace
+
+TEST(NanPolicy, SkippedStepsLeaveWhatZeroGradientsLeaveUnderPlainSgd) {
+  SKIP_WITHOUT_DATA();
+  struct Case {
+    std::string model;
+    double momentum;
+    std::vector<int64_t> bad_steps;  // of the run, from 1; 4 steps per epoch
+    int64_t epochs = 1;
+  };
+  const std::vector<Case> cases = {
+      {"cnn", 0.0, {2}},        // dropout: the skipped step's masks are drawn all the same
+      {"mlp", 0.9, {1, 2}},     // the momentum buffer is created by the first step that is taken
+      {"cnn", 0.0, {3, 4}},     // two in a row, the second the epoch's last
+      {"mlp", 0.0, {4, 5}, 2},  // the last step of an epoch and the first of the next
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model + ", bad steps from " + std::to_string(c.bad_steps.front()));
+    const TempDir skipped("nan_skip_exact"), zeroed("nan_zero_exact");
+    std::ostringstream log;
+    train::TrainOptions o = plain_sgd(skipped.path(), c.model, c.momentum, c.epochs);
+    o.nan_policy = train::NanPolicy::Skip;
+    for (int64_t s : c.bad_steps) o.scale_loss_at_steps[s] = std::nan("");
+    train::train(o, log);
+    EXPECT_EQ(column_sum(read_text(skipped.path() / "metrics.csv"), "skipped_steps"),
+              static_cast<int64_t>(c.bad_steps.size()))
+        << log.str();
+
+    o = plain_sgd(zeroed.path(), c.model, c.momentum, c.epochs);
+    for (int64_t s : c.bad_steps) o.scale_loss_at_steps[s] = 0.0;
+    train::train(o, log);
+    expect_same_state(skipped.path(), zeroed.path());
+  }
+}
+
+TEST(NanPolicy, ErrorSavesExactlyTheStateBeforeTheStep) {
+  // Adam keeps step counts on the host and the cnn draws dropout masks: the checkpoint saved at
+  // the non-finite step 3 must equal the one a run stopped after step 2 saves.
+  SKIP_WITHOUT_DATA();
+  const TempDir failed("nan_error_exact"), stopped("nan_stop_exact");
+  std::ostringstream log;
+  train::TrainOptions o = plain_sgd(failed.path(), "cnn", 0.0, 1);
+  o.optimizer = "adam";
+  o.lr = 1e-3;
+  o.scale_loss_at_steps[3] = std::nan("");
+  const std::string message = error_of([&] { train::train(o, log); });
+  EXPECT_NE(message.find("step 3 of epoch 1 (step 3 of the run): the loss is NaN."), std::string::npos) << message;
+  EXPECT_NE(message.find("Anomaly detection, re-running the step: Function 'MulBackward0'"), std::string::npos)
+      << message;
+
+  train::TrainOptions s = plain_sgd(stopped.path(), "cnn", 0.0, 1);
+  s.optimizer = "adam";
+  s.lr = 1e-3;
+  s.stop_after_steps = 2;
+  EXPECT_TRUE(train::train(s, log).interrupted);
+  expect_same_state(failed.path(), stopped.path());
+
+  // Resumed with skip, the run steps over it and finishes.
+  train::TrainOptions again;
+  again.progress = train::ProgressStyle::Quiet;
+  again.nan_policy = train::NanPolicy::Skip;
+  again.scale_loss_at_steps[3] = std::nan("");
+  std::ostringstream skip_log;
+  EXPECT_EQ(train::resume(failed.path(), again, skip_log).epochs_completed, 1);
+  EXPECT_NE(skip_log.str().find("step 3 of epoch 1: the loss is NaN; step skipped"), std::string::npos)
+      << skip_log.str();
+  EXPECT_EQ(column_sum(read_text(failed.path() / "metrics.csv"), "skipped_steps"), 1);
+}

@@ -1,19 +1,19 @@
 #include "train/trainer.h"
 
 #include <sched.h>
-#include <signal.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <deque>
 #include <functional>
 #include <iomanip>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ember/ember.h"
@@ -21,10 +21,13 @@
 #include "ember/io/tensorboard.h"
 #include "train/curves.h"
 #include "train/device_batches.h"
+#include "train/interrupt.h"
 #include "train/job.h"
 #include "train/models.h"
 #include "train/progress.h"
+#include "train/recipe.h"
 #include "train/run_files.h"
+#include "train/step_verdicts.h"
 
 namespace ember::train {
 
@@ -38,67 +41,6 @@ constexpr const char* kConfigFile = "config.json";
 constexpr int64_t kTestBatch = 1000;
 // Under --nan-policy skip, the first skips of an epoch are printed; later ones only counted.
 constexpr int64_t kReportedSkips = 10;
-
-// ---- Ctrl-C: the first one asks the loop to stop after the current step and save a checkpoint;
-// SA_RESETHAND restores the default action, so a second Ctrl-C ends the process at once. ----
-
-std::atomic<bool> g_interrupt_requested{false};
-
-extern "C" void on_interrupt(int) { g_interrupt_requested.store(true); }
-
-// Under mpirun, Ctrl-C reaches mpirun, which sends SIGTERM to every rank: in a job, SIGTERM is
-// handled the same way, so the ranks agree to stop (see the step loop) and rank 0 saves.
-class InterruptHandler {
- public:
-  explicit InterruptHandler(bool in_job) {
-    g_interrupt_requested.store(false);
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;
-    installed_int_ = ::sigaction(SIGINT, &action, &previous_int_) == 0;
-    if (in_job) installed_term_ = ::sigaction(SIGTERM, &action, &previous_term_) == 0;
-  }
-  ~InterruptHandler() {
-    if (installed_int_) ::sigaction(SIGINT, &previous_int_, nullptr);
-    if (installed_term_) ::sigaction(SIGTERM, &previous_term_, nullptr);
-  }
-  InterruptHandler(const InterruptHandler&) = delete;
-  InterruptHandler& operator=(const InterruptHandler&) = delete;
-
- private:
-  struct sigaction previous_int_ {};
-  struct sigaction previous_term_ {};
-  bool installed_int_ = false;
-  bool installed_term_ = false;
-};
-
-// ---- choices ----
-
-void check_choice(const std::string& flag, const std::string& value, const std::vector<std::string>& choices) {
-  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
-  std::string list;
-  for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
-  throw Error(flag + " '" + value + "' is not one of: " + list);
-}
-
-std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& c, std::vector<Tensor> params) {
-  if (c.optimizer == "sgd")
-    return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = c.lr, .momentum = c.momentum});
-  if (c.optimizer == "adam") return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = c.lr});
-  if (c.optimizer == "adamw") return std::make_unique<optim::AdamW>(std::move(params), optim::AdamWOptions{.lr = c.lr});
-  if (c.optimizer == "rmsprop") {
-    return std::make_unique<optim::RMSprop>(std::move(params),
-                                            optim::RMSpropOptions{.lr = c.lr, .momentum = c.momentum});
-  }
-  return std::make_unique<optim::Adadelta>(std::move(params), optim::AdadeltaOptions{.lr = c.lr});
-}
-
-std::unique_ptr<optim::LRScheduler> make_scheduler(const RunConfig& c, optim::Optimizer& optimizer) {
-  if (c.scheduler == "cosine") return std::make_unique<optim::CosineAnnealingLR>(optimizer, c.epochs);
-  if (c.scheduler == "step") return std::make_unique<optim::StepLR>(optimizer, 1, 0.7);
-  return nullptr;
-}
 
 struct ChosenDevice {
   Device device;
@@ -169,8 +111,6 @@ int64_t prefetch_batches(Device device, int64_t ahead) {
   return busy < cpus ? ahead : 0;
 }
 
-std::string data_dir(const std::string& data) { return data.empty() ? std::string(data::kFashionMnistDir) : data; }
-
 // In a job, rank r evaluates batches r, r + N, ... and the sums are added over the ranks, so
 // every test image counts once.
 EvalResult evaluate(nn::Module& model, const std::shared_ptr<const data::MNIST>& test_set, Device device) {
@@ -234,11 +174,37 @@ class Session {
   /// At the end of a run: retries failed saves for runtime_.save_retry_seconds, then gives up
   /// with an error naming them.
   void retry_failed_saves();
+  /// A training step queued on the device whose verdict (finite or not) the host has not read.
+  struct PendingStep {
+    data::Batch batch;
+    int64_t step = 0;         // its index in the epoch, from 0
+    int64_t global_step = 0;  // the run's steps before it
+    // The state before it, to go back to should it turn out not finite.
+    data::DataLoaderState loader_before;
+    std::optional<RngStates> rng_before;  // only when the forward pass draws random numbers
+    nn::StateDict buffers_before;
+    optim::Optimizer::HostState optimizer_before;
+    Tensor loss;      // detached
+    int ticket = -1;  // of verdicts_
+  };
+  /// The training loss of `batch` (scaled as runtime_.scale_loss_at_steps asks).
+  Tensor batch_loss(nn::Module& model, const data::Batch& batch, int64_t global_step);
+  /// Queues one step on the device, forward to optimizer update, reading nothing back.
+  void launch(PendingStep& step);
+  /// Reads the verdicts of the queued steps, oldest first, until `keep` remain; a finite step's
+  /// loss then counts. A step that was not finite is handled by handle_non_finite().
+  void settle(size_t keep);
+  /// The oldest queued step was not finite. Every step queued after it was skipped on the
+  /// device too (the flag is sticky): puts the host's state back to before it, then stops the
+  /// run (--nan-policy error) or leaves the step after it in redo_ (skip).
+  void handle_non_finite();
+  /// Re-runs `step` on this rank alone and describes its first NaN or infinity.
+  std::string describe_non_finite(const PendingStep& step);
   /// The first NaN or infinity in the loss or the gradients, described; nullopt when all finite.
   std::optional<std::string> first_non_finite(const Tensor& loss) const;
-  /// Re-runs the step's forward and backward on `batch` with anomaly detection, returning what
-  /// it says about the op that produced the first NaN ("" when it finds none).
-  std::string find_nan_op(const data::Batch& batch, const std::optional<RngStates>& rng_before);
+  /// Re-runs the step's forward and backward on `step`'s batch with anomaly detection, returning
+  /// what it says about the op that produced the first NaN ("" when it finds none).
+  std::string find_nan_op(const PendingStep& step);
   data::DataLoaderState loader_state() const;
   /// The next training batch, already on the training device; std::nullopt ends the epoch.
   std::optional<data::Batch> next_batch();
@@ -286,6 +252,15 @@ class Session {
   bool uses_dropout_ = false;  // whether the forward pass draws random numbers
   // The model's parameters with their names, listed once: the per-step check walks them.
   std::vector<std::pair<std::string, Tensor>> named_params_;
+
+  // The step loop (run()): steps queued on the device whose verdicts are unread, and a step to
+  // run again, skipped on the device only because one before it was not finite.
+  std::unique_ptr<StepVerdicts> verdicts_;
+  std::deque<PendingStep> pending_;
+  std::optional<PendingStep> redo_;
+  Progress* progress_ = nullptr;
+  int64_t epoch_ = 0;
+  Clock::time_point epoch_start_;
 };
 
 void Session::build() {
@@ -303,6 +278,7 @@ void Session::build() {
   for (const auto& [name, module] : model_->named_modules())
     uses_dropout_ = uses_dropout_ || std::dynamic_pointer_cast<nn::Dropout>(module) != nullptr;
   optimizer_ = make_optimizer(config_, model_->parameters());
+  verdicts_ = std::make_unique<StepVerdicts>(device_.device, ranks_ > 1);
   scheduler_ = make_scheduler(config_, *optimizer_);
   if (DeviceBatches::fits(*train_set_, device_.device)) {
     device_batches_ = std::make_unique<DeviceBatches>(*train_set_, device_.device, config_.batch_size, config_.seed,
@@ -514,9 +490,8 @@ void Session::retry_failed_saves() {
 }
 
 std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
-  // One fused check of the loss and every gradient (ember::all_finite): one read of each value
-  // and, on a GPU, one kernel launch per 32 gradients and a single wait for the answer. The
-  // exact search below runs only when something is not finite.
+  // One fused check of the loss and every gradient (ember::all_finite) first; the exact search
+  // below runs only when something is not finite.
   const auto& params = named_params_;
   std::vector<Tensor> checked;
   checked.reserve(params.size() + 1);
@@ -535,8 +510,8 @@ std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
   return std::nullopt;  // not reached: all_finite found a value that is not finite
 }
 
-std::string Session::find_nan_op(const data::Batch& batch, const std::optional<RngStates>& rng_before) {
-  if (rng_before) set_rng_states(*rng_before);  // the same dropout masks as the failed step
+std::string Session::find_nan_op(const PendingStep& step) {
+  if (step.rng_before) set_rng_states(*step.rng_before);  // the same dropout masks as the failed step
   DetectAnomalyGuard anomaly;
   optimizer_->zero_grad();
   // Each rank re-runs its own batch without averaging: anomaly detection may stop backward on
@@ -544,11 +519,119 @@ std::string Session::find_nan_op(const data::Batch& batch, const std::optional<R
   std::optional<nn::NoSyncGuard> local;
   if (ddp_) local.emplace(*ddp_);
   try {
-    nn::functional::cross_entropy(model_->forward(batch.data), batch.target).backward();
+    batch_loss(*model_, step.batch, step.global_step).backward();
   } catch (const Error& e) {
     return e.what();
   }
   return "";
+}
+
+Tensor Session::batch_loss(nn::Module& model, const data::Batch& batch, int64_t global_step) {
+  const Tensor loss = nn::functional::cross_entropy(model.forward(batch.data), batch.target);
+  auto scale = runtime_.scale_loss_at_steps.find(global_step + 1);
+  return scale == runtime_.scale_loss_at_steps.end() ? loss : loss * scale->second;
+}
+
+void Session::launch(PendingStep& step) {
+  // Reading the generators' state costs tens of microseconds: only when the model draws random
+  // numbers in its forward pass does the state before the step differ from after.
+  step.rng_before = uses_dropout_ ? std::optional<RngStates>(rng_states()) : std::nullopt;
+  step.buffers_before = copy_buffers(*model_);
+  step.optimizer_before = optimizer_->host_state();
+  const Tensor loss = batch_loss(trained(), step.batch, step.global_step);
+  optimizer_->zero_grad();
+  loss.backward();
+  step.loss = loss.detach();
+  std::vector<Tensor> checked;
+  checked.reserve(named_params_.size() + 1);
+  checked.push_back(step.loss);
+  for (const auto& [name, p] : named_params_) checked.push_back(p.grad());
+  optimizer_->step(verdicts_->check(checked));
+  step.ticket = verdicts_->record();
+}
+
+void Session::settle(size_t keep) {
+  while (pending_.size() > keep) {
+    PendingStep& oldest = pending_.front();
+    const bool skipped = verdicts_->read(oldest.ticket);
+    oldest.ticket = -1;
+    if (skipped) {
+      handle_non_finite();
+      return;
+    }
+    add_loss(oldest.loss, oldest.batch.target.size(0));
+    pending_.pop_front();
+  }
+}
+
+std::string Session::describe_non_finite(const PendingStep& step) {
+  // Its gradients are overwritten by now: run it again, alone on this rank (see find_nan_op).
+  // From the state before it, this leaves the buffers and generators as the step itself did.
+  std::optional<nn::NoSyncGuard> local;
+  if (ddp_) local.emplace(*ddp_);
+  const Tensor loss = batch_loss(*model_, step.batch, step.global_step);
+  optimizer_->zero_grad();
+  loss.backward();
+  if (std::optional<std::string> what = first_non_finite(loss)) return *what;
+  return ranks_ > 1 ? "another rank's loss or gradients are not finite"
+                    : "the loss or a gradient was not finite (and was finite when the step was run again)";
+}
+
+void Session::handle_non_finite() {
+  PendingStep bad = std::move(pending_.front());
+  pending_.pop_front();
+  // The trainer reads each verdict one step late, so at most one step was queued after it.
+  std::optional<PendingStep> after;
+  if (!pending_.empty()) {
+    after = std::move(pending_.front());
+    verdicts_->release(after->ticket);
+    after->ticket = -1;
+    pending_.clear();
+  }
+  // Since the step, the device changed no parameter and no optimizer state: put back what the
+  // host changed, and the buffers and generators the forward passes moved on.
+  optimizer_->restore_host_state(bad.optimizer_before);
+  model_->load_state_dict(bad.buffers_before, /*strict=*/false);
+  if (bad.rng_before) set_rng_states(*bad.rng_before);
+  verdicts_->clear();
+  const std::string what = describe_non_finite(bad);
+
+  if (runtime_.nan_policy == NanPolicy::Skip) {
+    // The state is now what skipping the step leaves; the step after it runs again from there.
+    if (++epoch_skipped_ <= kReportedSkips) {
+      progress_->message("step " + std::to_string(bad.step + 1) + " of epoch " + std::to_string(epoch_) + ": " + what +
+                         "; step skipped (--nan-policy skip)" +
+                         (epoch_skipped_ == kReportedSkips ? "; further skips this epoch are only counted" : ""));
+    }
+    redo_ = std::move(after);
+    return;
+  }
+
+  progress_->finish_epoch();
+  const std::string op = find_nan_op(bad);
+  // The step changed nothing but gradients and (in training mode) buffers: put those back, and
+  // save the state as it was before the batch.
+  model_->load_state_dict(bad.buffers_before, /*strict=*/false);
+  global_step_ = bad.global_step;
+  epoch_seconds_before_ += std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+  gather_epoch_sums();
+  failed_saves_.clear();
+  if (!is_writer()) throw Error("stopped with the job at a non-finite step; rank 0 reports it");
+  attempt("the checkpoint", [&] { save_checkpoint(bad.loader_before, bad.rng_before); });
+  std::ostringstream message;
+  message << "step " << bad.step + 1 << " of epoch " << epoch_ << " (step " << bad.global_step + 1
+          << " of the run): " << what << ".";
+  if (!op.empty()) message << "\nAnomaly detection, re-running the step: " << op;
+  if (failed_saves_.empty()) {
+    message << "\nThe state before this step is saved in " << (dir_ / kCheckpointFile).string()
+            << ". `ember train --resume " << dir_.string()
+            << " --nan-policy skip` continues from it, stepping over batches like this one; a new run with a "
+               "lower --lr may avoid them.";
+  } else {
+    message << "\nThe state before this step could not be saved (see the warning above); "
+            << (dir_ / kCheckpointFile).string() << " holds the last state saved before it.";
+  }
+  throw Error(message.str());
 }
 
 void Session::print_banner(bool resumed) const {
@@ -645,6 +728,7 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
   TrainResult result;
   result.run_dir = dir_;
   Progress progress(out_, runtime_.progress);
+  progress_ = &progress;
   int64_t steps_here = 0;
   const int64_t steps_per_epoch = device_batches_ ? device_batches_->batches_per_epoch() : loader_->batches_per_epoch();
 
@@ -653,86 +737,48 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
     const int64_t epoch = static_cast<int64_t>(history_.size()) + 1;
     const int64_t first_step = loader_state().position;
     progress.start_epoch(epoch, config_.epochs, steps_per_epoch, first_step);
-    const auto start = Clock::now();
-    int64_t step = first_step;
+    epoch_ = epoch;
+    epoch_start_ = Clock::now();
+    int64_t step = first_step;  // the epoch's steps so far, skipped ones included
     bool stop = false;
-    const bool guard_state = runtime_.nan_policy == NanPolicy::Error;
     while (true) {
-      // The state before the step, for a checkpoint of it should the step turn out non-finite.
-      const data::DataLoaderState before = loader_state();
-      // Reading the generator's state costs tens of microseconds: only when the model draws
-      // random numbers in its forward pass does the state before the step differ from after.
-      const std::optional<RngStates> rng_before =
-          guard_state && uses_dropout_ ? std::optional<RngStates>(rng_states()) : std::nullopt;
-      const nn::StateDict buffers_before = guard_state ? copy_buffers(*model_) : nn::StateDict();
-      std::optional<data::Batch> batch = next_batch();
-      if (!batch) break;
-      const Tensor& y = batch->target;
-      const Tensor loss = nn::functional::cross_entropy(trained().forward(batch->data), y);
-      optimizer_->zero_grad();
-      loss.backward();
-      std::optional<std::string> bad = first_non_finite(loss);
-      bool interrupted = g_interrupt_requested.load();
-      if (ranks_ > 1) {
-        // The ranks take the same decision: a gradient is the same everywhere after backward,
-        // but a loss, and a Ctrl-C, are one rank's.
-        const std::vector<bool> any = any_rank({bad.has_value(), interrupted});
-        if (any[0] && !bad) bad = "another rank's loss is not finite";
-        interrupted = any[1];
-      }
-      if (bad) {
-        if (!guard_state) {
-          if (++epoch_skipped_ <= kReportedSkips) {
-            progress.message("step " + std::to_string(step + 1) + " of epoch " + std::to_string(epoch) + ": " + *bad +
-                             "; step skipped (--nan-policy skip)" +
-                             (epoch_skipped_ == kReportedSkips ? "; further skips this epoch are only counted" : ""));
-          }
-        } else {
-          progress.finish_epoch();
-          const std::string op = find_nan_op(*batch, rng_before);
-          // The step changed nothing but gradients and (in training mode) buffers: put those
-          // back, and save the state as it was before the batch.
-          model_->load_state_dict(buffers_before, /*strict=*/false);
-          epoch_seconds_before_ += std::chrono::duration<double>(Clock::now() - start).count();
-          gather_epoch_sums();
-          failed_saves_.clear();
-          if (!is_writer()) throw Error("stopped with the job at a non-finite step; rank 0 reports it");
-          attempt("the checkpoint", [&] { save_checkpoint(before, rng_before); });
-          std::ostringstream message;
-          message << "step " << step + 1 << " of epoch " << epoch << " (step " << global_step_ + 1
-                  << " of the run): " << *bad << ".";
-          if (!op.empty()) message << "\nAnomaly detection, re-running the step: " << op;
-          if (failed_saves_.empty()) {
-            message << "\nThe state before this step is saved in " << (dir_ / kCheckpointFile).string()
-                    << ". `ember train --resume " << dir_.string()
-                    << " --nan-policy skip` continues from it, stepping over batches like this one; a new run with a "
-                       "lower --lr may avoid them.";
-          } else {
-            message << "\nThe state before this step could not be saved (see the warning above); "
-                    << (dir_ / kCheckpointFile).string() << " holds the last state saved before it.";
-          }
-          throw Error(message.str());
+      std::optional<PendingStep> next = std::exchange(redo_, std::nullopt);
+      if (!next) {
+        next.emplace();
+        next->loader_before = loader_state();
+        std::optional<data::Batch> batch = next_batch();
+        if (!batch) {
+          settle(0);  // the epoch's last step; one not finite may leave a step to run again
+          if (redo_) continue;
+          break;
         }
-      } else {
-        optimizer_->step();
-        add_loss(loss, y.size(0));
+        next->batch = std::move(*batch);
+        next->step = step++;
+        next->global_step = global_step_++;
+        ++steps_here;
       }
-      ++step;
-      ++global_step_;
-      ++steps_here;
-      if (progress.due(step)) {
+      pending_.push_back(std::move(*next));
+      launch(pending_.back());
+      // The step before this one: on a GPU it has finished, or nearly, and the device has this
+      // one queued meanwhile, so reading its verdict does not leave the device idle.
+      settle(1);
+      bool interrupted = InterruptHandler::requested();
+      if (ranks_ > 1) interrupted = any_rank({interrupted})[0];  // a Ctrl-C is one rank's
+      const bool stopping = interrupted || (runtime_.stop_after_steps > 0 && steps_here >= runtime_.stop_after_steps);
+      if (progress.due(step) || stopping) {
+        settle(0);
         flush_loss();
         const double mean = epoch_samples_ > 0 ? epoch_loss_sum_ / static_cast<double>(epoch_samples_) : 0;
         progress.update(step, mean, epoch_samples_, memory_note());
       } else {
         progress.count(epoch_samples_);
       }
-      if (interrupted || (runtime_.stop_after_steps > 0 && steps_here >= runtime_.stop_after_steps)) {
+      if (stopping && !redo_) {
         stop = true;
         break;
       }
     }
-    const double seconds = epoch_seconds_before_ + std::chrono::duration<double>(Clock::now() - start).count();
+    const double seconds = epoch_seconds_before_ + std::chrono::duration<double>(Clock::now() - epoch_start_).count();
     progress.finish_epoch();
     if (stop) {
       // Stopped on the epoch's last step, the loader stands at the epoch's end: a resumed run
@@ -766,37 +812,6 @@ TrainResult Session::run(const io::Checkpoint* checkpoint) {
 }
 
 }  // namespace
-
-RunConfig resolve(const TrainOptions& o) {
-  check_choice("--model", o.model, model_names());
-  const bool cnn = o.model == "cnn";
-  RunConfig c;
-  c.model = o.model;
-  c.optimizer = o.optimizer.value_or(cnn ? "adadelta" : "adam");
-  check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "adadelta", "rmsprop"});
-  // Adam/AdamW and RMSprop: PyTorch's defaults; Adadelta: pytorch/examples' 1.0.
-  c.lr = o.lr.value_or(c.optimizer == "adadelta"                          ? 1.0
-                       : c.optimizer == "sgd" || c.optimizer == "rmsprop" ? 1e-2
-                                                                          : 1e-3);
-  if (!(c.lr > 0) || !std::isfinite(c.lr)) throw Error("--lr must be a positive number, got " + std::to_string(c.lr));
-  c.momentum = o.momentum;
-  if (!(c.momentum >= 0) || !std::isfinite(c.momentum))
-    throw Error("--momentum must be a non-negative number, got " + std::to_string(c.momentum));
-  if (c.momentum != 0 && c.optimizer != "sgd" && c.optimizer != "rmsprop")
-    throw Error("--momentum applies to --optimizer sgd and rmsprop only");
-  const char* default_scheduler = c.optimizer == "sgd" ? "none" : c.optimizer == "adadelta" ? "step" : "cosine";
-  c.scheduler = o.scheduler.value_or(default_scheduler);
-  check_choice("--scheduler", c.scheduler, {"none", "step", "cosine"});
-  c.batch_size = o.batch_size.value_or(64);
-  if (c.batch_size < 1) throw Error("--batch-size must be at least 1, got " + std::to_string(c.batch_size));
-  c.epochs = o.epochs.value_or(cnn ? 5 : 10);
-  if (c.epochs < 1) throw Error("--epochs must be at least 1, got " + std::to_string(c.epochs));
-  c.seed = o.seed;
-  c.data = data_dir(o.data);
-  c.limit = o.limit;
-  if (c.limit && *c.limit < 1) throw Error("--limit must be at least 1, got " + std::to_string(*c.limit));
-  return c;
-}
 
 TrainResult train(const TrainOptions& options, std::ostream& out) {
   JobScope job;

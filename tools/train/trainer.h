@@ -12,6 +12,7 @@
 // Every file is replaced atomically, so an interrupted run never leaves a half-written one.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -50,7 +51,8 @@ struct TrainOptions {
   std::optional<std::string> device;  // empty: best_device()
   int threads = 0;                    // CPU threads; 0: ember's default
   ProgressStyle progress = ProgressStyle::Auto;
-  /// Checked before every optimizer step. On a GPU this reads one number back per step.
+  /// Checked at every optimizer step, on the training device; the host reads each step's answer
+  /// a step later, so on a GPU the check does not make the host wait (see step_verdicts.h).
   NanPolicy nan_policy = NanPolicy::Error;
   /// Anomaly detection (AnomalyMode) for the whole run: slow, names the first op whose backward
   /// returns NaN as soon as it happens.
@@ -62,6 +64,9 @@ struct TrainOptions {
   /// Stops as Ctrl-C does (checkpoint, then return) after this many optimizer steps of this
   /// invocation; 0 never. For tests of interruption and resume.
   int64_t stop_after_steps = 0;
+  /// Multiplies the loss of the given steps of the run (numbered from 1) by the given factor: NaN
+  /// makes a step non-finite where a test wants one. For tests of --nan-policy.
+  std::map<int64_t, double> scale_loss_at_steps;
 };
 
 /// The options with every choice made: what config.json records.

@@ -67,4 +67,18 @@ grep -q "interrupted in epoch" "$work/ctrl-c.log" || fail "stopping mpirun did n
 stopped_in=$(sed -n 's/^interrupted in epoch \([0-9]*\) .*/\1/p' "$work/ctrl-c.log")
 "$ember" train --resume "$work/ctrl-c" --epochs "$stopped_in" --progress quiet | tee "$work/ctrl-c-resume.log"
 grep -q "epoch $stopped_in/$stopped_in  train_loss" "$work/ctrl-c-resume.log" || fail "the stopped run did not resume"
+# A step that is not finite: the ranks or their flag together on the device, so both stop at the
+# same step (rank 0 saves and names it), and both skip it under --nan-policy skip. Adam at lr 1e30
+# overflows the weights within a few steps.
+status=0
+run_mpi 2 train --model mlp --optimizer adam --lr 1e30 --epochs 1 --limit 640 --batch-size 32 --progress quiet \
+  --out "$work/nan" >"$work/nan.log" 2>&1 || status=$?
+cat "$work/nan.log"
+[[ $status -ne 0 ]] || fail "the diverging 2-rank run exited 0"
+grep -q "of the run): " "$work/nan.log" || fail "the diverging 2-rank run did not name the non-finite step"
+grep -q "stopped with the job at a non-finite step; rank 0 reports it" "$work/nan.log" \
+  || fail "rank 1 did not stop at the step rank 0 stopped at"
+run_mpi 2 train --resume "$work/nan" --nan-policy skip --progress lines | tee "$work/nan-skip.log"
+grep -q "step skipped (--nan-policy skip)" "$work/nan-skip.log" || fail "the resumed 2-rank run skipped no step"
+grep -q "epoch 1/1  train_loss" "$work/nan-skip.log" || fail "the resumed 2-rank run did not finish its epoch"
 echo "check_train: ok"
