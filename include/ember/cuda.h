@@ -36,7 +36,8 @@ size_t memory_allocated(int device = -1);
 size_t memory_reserved(int device = -1);
 size_t max_memory_allocated(int device = -1);
 void reset_peak_memory_stats(int device = -1);
-/// Returns cached, unused blocks to the driver (other processes can then use the memory).
+/// Returns cached, unused blocks to the driver (other processes can then use the memory): each
+/// device's, and the pinned host memory cached for pin_memory() (waiting for copies still using it).
 void empty_cache();
 
 /// The random generator of cuda:`device` (the current device when -1) as a 1-D uint8 CPU tensor,

@@ -524,6 +524,34 @@ TEST_P(DeviceCudaApi, PinnedMemoryAndNonBlockingCopies) {
   EXPECT_TRUE(equal(destination, x));
 }
 
+TEST_P(DeviceCudaApi, APinnedBlockFreedWhileItsCopyIsQueuedIsNotHandedOutAgain) {
+  // Pinned memory is cached (src/backend/cuda/pinned_allocator.h): a block let go while a
+  // non-blocking copy still has to read it must not be given to the next pin_memory() of its
+  // size, which would overwrite it before the copy runs. Matrix products queued first (tens of
+  // milliseconds) hold the copy back while the host frees the block and pins again at once.
+  cuda::empty_cache();  // no cached block of this size from earlier tests
+  const int64_t n = int64_t{1} << 22;  // 16 MiB of float32
+  const Tensor x = arange(n).to(kFloat32);
+  const Tensor minus_one = full({n}, -1.0f);
+  Tensor on_gpu;
+  void* first_block = nullptr;
+  {
+    const Tensor source = x.pin_memory();
+    first_block = source.data_ptr();
+    Tensor busy = randn({4096, 4096}).to(device());
+    for (int i = 0; i < 20; ++i) busy = busy.matmul(busy) * 1e-3;
+    on_gpu = source.to(device(), /*non_blocking=*/true);
+  }  // source is freed here, its copy still queued behind the products
+  const Tensor other = minus_one.pin_memory();
+  EXPECT_NE(other.data_ptr(), first_block);
+  cuda::synchronize();
+  EXPECT_TRUE(equal(on_gpu.cpu(), x));
+  // Once the copy is done, the block is handed out again rather than pinned anew.
+  const Tensor again = x.pin_memory();
+  EXPECT_EQ(again.data_ptr(), first_block);
+  cuda::empty_cache();  // also gives cached pinned blocks back
+}
+
 EMBER_INSTANTIATE_DEVICE_SUITE(DeviceCudaApi);
 
 // The comparison itself, on the CPU: it must catch what the device suites rely on it to catch.

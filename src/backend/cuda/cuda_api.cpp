@@ -5,6 +5,7 @@
 
 #include "backend/cuda/caching_allocator.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/pinned_allocator.h"
 #include "backend/cuda/runtime.h"
 #include "backend/cuda_probe.h"
 #include "core/check.h"
@@ -72,6 +73,7 @@ void reset_peak_memory_stats(int device) {
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) cuda_impl::device_allocator(d).empty_cache();
+  cuda_impl::pinned_allocator().empty_cache();
 }
 
 Tensor get_rng_state(int device) {

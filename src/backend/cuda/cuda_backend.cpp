@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include "backend/cuda/caching_allocator.h"
+#include "backend/cuda/pinned_allocator.h"
 #include "backend/cuda/runtime.h"
 #include "backend/cuda_probe.h"
 
@@ -26,8 +27,11 @@ void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes,
   cudaStream_t stream = current_stream(device_index);
   EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, stream), "copy to cuda");
   // A blocking copy lets the caller reuse the host memory at once, as PyTorch's does (from
-  // pinned memory the copy above is still running; from pageable memory the wait is short).
-  if (!non_blocking) {
+  // pinned memory the copy above is still running; from pageable memory the wait is short). A
+  // non-blocking one from pinned memory keeps that memory from being reused until it is done.
+  if (non_blocking) {
+    pinned_allocator().record_use(host_src, stream, device_index);
+  } else {
     EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cuda");
     // The copy is complete (the caller owns whatever it allocated for it): only now report an
     // out-of-range index an earlier kernel recorded.
@@ -41,8 +45,11 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, i
   cudaStream_t stream = current_stream(device_index);
   EMBER_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, stream), "copy to cpu");
   // The host usually reads the bytes next: one of the places it must wait. A non-blocking copy
-  // into pinned memory leaves that to the caller's cuda::synchronize().
-  if (!non_blocking) {
+  // into pinned memory leaves that to the caller's cuda::synchronize(), and keeps the memory
+  // from being reused until it is done.
+  if (non_blocking) {
+    pinned_allocator().record_use(host_dst, stream, device_index);
+  } else {
     EMBER_CUDA_CHECK(cudaStreamSynchronize(stream), "copy to cpu");
     // After the wait, where item(), printing and .to(cpu) see it: an out-of-range index an
     // earlier kernel recorded (indexing.cu). The copy itself is complete.
@@ -50,19 +57,11 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, i
   }
 }
 
-void* CudaBackend::allocate_pinned(size_t nbytes) {
-  if (nbytes == 0) return nullptr;
-  void* ptr = nullptr;
-  // Portable: pinned for every GPU, so a batch pinned once can go to any of them.
-  EMBER_CUDA_CHECK(cudaHostAlloc(&ptr, nbytes, cudaHostAllocPortable), "pin_memory");
-  return ptr;
-}
+// Through the pinned caching allocator: cudaFreeHost would wait for the whole device each time
+// a pinned batch is let go.
+void* CudaBackend::allocate_pinned(size_t nbytes) { return pinned_allocator().allocate(nbytes); }
 
-void CudaBackend::free_pinned(void* ptr) noexcept {
-  // cudaFreeHost synchronises the device first (one of CUDA's implicit synchronisations), so
-  // a non-blocking copy still using the memory finishes before it is freed.
-  if (ptr != nullptr) cudaFreeHost(ptr);
-}
+void CudaBackend::free_pinned(void* ptr) noexcept { pinned_allocator().free(ptr); }
 
 CudaBackend& cuda_backend() {
   static CudaBackend backend;
