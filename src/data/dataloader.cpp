@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "ember/device.h"
 
 namespace ember::data {
 namespace {
@@ -82,7 +83,10 @@ std::vector<int64_t> replica_order(const std::vector<int64_t>& epoch_order, int6
 class DataLoader::BatchSource {
  public:
   BatchSource(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options)
-      : dataset_(std::move(dataset)), options_(options), size_(dataset_->size()) {}
+      : dataset_(std::move(dataset)),
+        options_(options),
+        size_(dataset_->size()),
+        pin_(options.pin_memory && cuda::is_available()) {}
 
   Batch load(const DataLoaderState& at) {
     // Without shuffle every epoch has the same order, so the first one built is kept.
@@ -106,6 +110,10 @@ class DataLoader::BatchSource {
     EMBER_CHECK(!batch.target.defined() || (batch.target.dim() >= 1 && batch.target.size(0) == count),
                 "DataLoader: get_batch was asked for ", count, " samples but returned targets of shape ",
                 detail::shape_str(batch.target.sizes()));
+    if (pin_) {
+      batch.data = batch.data.pin_memory();
+      if (batch.target.defined()) batch.target = batch.target.pin_memory();
+    }
     return batch;
   }
 
@@ -113,6 +121,7 @@ class DataLoader::BatchSource {
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   int64_t size_;
+  bool pin_;                    // options_.pin_memory, with a GPU to pin for
   std::vector<int64_t> order_;  // this replica's samples of epoch order_epoch_
   int64_t order_epoch_ = -1;
 };

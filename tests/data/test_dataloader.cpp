@@ -216,6 +216,26 @@ TEST(DataLoader, PrefetchDoesNotChangeTheBatches) {
   EXPECT_EQ(run(4), synchronous);
 }
 
+TEST(DataLoader, PinMemoryPinsBatchesWhereAGpuCanUseThem) {
+  // As PyTorch's: batches are pinned when a GPU is there to copy them to, and otherwise handed
+  // out as they are (no error: the same script runs on a machine without one).
+  const bool pinnable = ember::cuda::is_available();
+  for (int64_t prefetch : {0, 2}) {
+    DataLoader plain(std::make_shared<IndexDataset>(12), {.batch_size = 5, .prefetch = prefetch});
+    DataLoader pinned(std::make_shared<IndexDataset>(12), {.batch_size = 5, .prefetch = prefetch, .pin_memory = true});
+    int batches = 0;
+    for (auto a = plain.next(), b = pinned.next(); a || b; a = plain.next(), b = pinned.next(), ++batches) {
+      ASSERT_TRUE(a && b);
+      EXPECT_TRUE(ember::equal(a->data, b->data));
+      EXPECT_TRUE(ember::equal(a->target, b->target));
+      EXPECT_EQ(b->data.is_pinned(), pinnable);
+      EXPECT_EQ(b->target.is_pinned(), pinnable);
+      EXPECT_FALSE(a->data.is_pinned());
+    }
+    EXPECT_EQ(batches, 3);
+  }
+}
+
 TEST(DataLoader, IsACursorAcrossLoopsAndEpochs) {
   DataLoader loader(std::make_shared<IndexDataset>(6), {.batch_size = 2});
   EXPECT_EQ(loader.state(), (DataLoaderState{0, 0}));

@@ -290,7 +290,8 @@ void Session::build() {
                                             .seed = config_.seed,
                                             .num_replicas = ranks_,
                                             .rank = job_rank(),
-                                            .prefetch = prefetch_batches(device_.device, 2)});
+                                            .prefetch = prefetch_batches(device_.device, 2),
+                                            .pin_memory = device_.device.is_cuda()});
   }
 }
 
@@ -302,8 +303,9 @@ std::optional<data::Batch> Session::next_batch() {
   if (device_batches_) return device_batches_->next();
   std::optional<data::Batch> batch = loader_->next();
   if (batch) {
-    batch->data = batch->data.to(device_.device);
-    batch->target = batch->target.to(device_.device);
+    // From pinned memory on a GPU (the loader's pin_memory): queued, not waited for.
+    batch->data = batch->data.to(device_.device, /*non_blocking=*/true);
+    batch->target = batch->target.to(device_.device, /*non_blocking=*/true);
   }
   return batch;
 }

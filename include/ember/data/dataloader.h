@@ -29,6 +29,10 @@ struct DataLoaderOptions {
   /// Batches a worker thread loads ahead of the consumer. 0 loads each batch in next(), on the
   /// calling thread.
   int64_t prefetch = 2;
+  /// Hand out batches in pinned host memory (Tensor::pin_memory(), on the worker thread when
+  /// prefetching), so that `batch.data.to(cuda, /*non_blocking=*/true)` does not wait for the
+  /// GPU. As PyTorch's DataLoader: without a usable GPU the batches stay in pageable memory.
+  bool pin_memory = false;
 };
 
 /// Where a loader stands: the epoch it is in and how many of that epoch's batches it has
