@@ -6,10 +6,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "ember/ember.h"
+#include "support/devices.h"
 #include "support/error_of.h"
 #include "support/fashion_mnist.h"
 #include "support/inject_fault.h"
@@ -200,11 +204,13 @@ TEST(SaveFailures, TheLastSaveIsRetriedThenReportedAsAnError) {
 // The trainer reads each step's verdict a step late (train/step_verdicts.h) and rebuilds the
 // state that checking each step at once would leave. Under plain SGD a skipped step leaves what a
 // step with zero gradients leaves, so a run skipping steps must end bit for bit where a run with
-// those losses scaled by 0 ends: the weights, the dropout masks drawn (the generator's state), the
-// momentum buffer, the step count.
+// those losses scaled by 0 ends: the weights, the dropout masks drawn (the generators' states),
+// the momentum buffer, the step count. On a GPU the same holds, the flag then being read back
+// from the device.
 namespace {
 
-train::TrainOptions plain_sgd(const fs::path& out, const std::string& model, double momentum, int64_t epochs) {
+train::TrainOptions plain_sgd(const fs::path& out, const std::string& model, double momentum, int64_t epochs,
+                              const std::optional<std::string>& device) {
   train::TrainOptions o;
   o.model = model;
   o.optimizer = "sgd";
@@ -214,6 +220,7 @@ train::TrainOptions plain_sgd(const fs::path& out, const std::string& model, dou
   o.epochs = epochs;
   o.progress = train::ProgressStyle::Quiet;
   o.out = out;
+  o.device = device;
   return o;
 }
 
@@ -224,53 +231,47 @@ void expect_same_state(const fs::path& a, const fs::path& b) {
   ASSERT_EQ(x.optimizer.tensors.size(), y.optimizer.tensors.size());
   for (const auto& [name, t] : x.optimizer.tensors) EXPECT_TRUE(equal(t, y.optimizer.tensors.at(name))) << name;
   EXPECT_TRUE(equal(x.rng, y.rng));
+  ASSERT_EQ(x.rng_cuda.defined(), y.rng_cuda.defined());
+  if (x.rng_cuda.defined()) {
+    EXPECT_TRUE(equal(x.rng_cuda, y.rng_cuda));
+  }
   EXPECT_EQ(x.step, y.step);
   EXPECT_EQ(x.loader.epoch, y.loader.epoch);
   EXPECT_EQ(x.loader.position, y.loader.position);
 }
 
-}  // namespace
+struct SkipCase {
+  std::string model;
+  double momentum;
+  std::vector<int64_t> bad_steps;  // of the run, from 1; 4 steps per epoch
+  int64_t epochs = 1;
+};
 
-TEST(NanPolicy, SkippedStepsLeaveWhatZeroGradientsLeaveUnderPlainSgd) {
-  SKIP_WITHOUT_DATA();
-  struct Case {
-    std::string model;
-    double momentum;
-    std::vector<int64_t> bad_steps;  // of the run, from 1; 4 steps per epoch
-    int64_t epochs = 1;
-  };
-  const std::vector<Case> cases = {
-      {"cnn", 0.0, {2}},        // dropout: the skipped step's masks are drawn all the same
-      {"mlp", 0.9, {1, 2}},     // the momentum buffer is created by the first step that is taken
-      {"cnn", 0.0, {3, 4}},     // two in a row, the second the epoch's last
-      {"mlp", 0.0, {4, 5}, 2},  // the last step of an epoch and the first of the next
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.model + ", bad steps from " + std::to_string(c.bad_steps.front()));
-    const TempDir skipped("nan_skip_exact"), zeroed("nan_zero_exact");
-    std::ostringstream log;
-    train::TrainOptions o = plain_sgd(skipped.path(), c.model, c.momentum, c.epochs);
-    o.nan_policy = train::NanPolicy::Skip;
-    for (int64_t s : c.bad_steps) o.scale_loss_at_steps[s] = std::nan("");
-    train::train(o, log);
-    EXPECT_EQ(column_sum(read_text(skipped.path() / "metrics.csv"), "skipped_steps"),
-              static_cast<int64_t>(c.bad_steps.size()))
-        << log.str();
+void expect_skips_leave_what_zero_steps_leave(const SkipCase& c, const std::optional<std::string>& device) {
+  SCOPED_TRACE(c.model + ", bad steps from " + std::to_string(c.bad_steps.front()) + " on " +
+               device.value_or("the best device"));
+  const TempDir skipped("nan_skip_exact"), zeroed("nan_zero_exact");
+  std::ostringstream log;
+  train::TrainOptions o = plain_sgd(skipped.path(), c.model, c.momentum, c.epochs, device);
+  o.nan_policy = train::NanPolicy::Skip;
+  for (int64_t s : c.bad_steps) o.scale_loss_at_steps[s] = std::nan("");
+  train::train(o, log);
+  EXPECT_EQ(column_sum(read_text(skipped.path() / "metrics.csv"), "skipped_steps"),
+            static_cast<int64_t>(c.bad_steps.size()))
+      << log.str();
 
-    o = plain_sgd(zeroed.path(), c.model, c.momentum, c.epochs);
-    for (int64_t s : c.bad_steps) o.scale_loss_at_steps[s] = 0.0;
-    train::train(o, log);
-    expect_same_state(skipped.path(), zeroed.path());
-  }
+  o = plain_sgd(zeroed.path(), c.model, c.momentum, c.epochs, device);
+  for (int64_t s : c.bad_steps) o.scale_loss_at_steps[s] = 0.0;
+  train::train(o, log);
+  expect_same_state(skipped.path(), zeroed.path());
 }
 
-TEST(NanPolicy, ErrorSavesExactlyTheStateBeforeTheStep) {
-  // Adam keeps step counts on the host and the cnn draws dropout masks: the checkpoint saved at
-  // the non-finite step 3 must equal the one a run stopped after step 2 saves.
-  SKIP_WITHOUT_DATA();
+// Adam keeps step counts on the host and the cnn draws dropout masks: the checkpoint saved at the
+// non-finite step 3 must equal the one a run stopped after step 2 saves.
+void expect_error_saves_the_state_before_the_step(const std::optional<std::string>& device) {
   const TempDir failed("nan_error_exact"), stopped("nan_stop_exact");
   std::ostringstream log;
-  train::TrainOptions o = plain_sgd(failed.path(), "cnn", 0.0, 1);
+  train::TrainOptions o = plain_sgd(failed.path(), "cnn", 0.0, 1, device);
   o.optimizer = "adam";
   o.lr = 1e-3;
   o.scale_loss_at_steps[3] = std::nan("");
@@ -279,7 +280,7 @@ TEST(NanPolicy, ErrorSavesExactlyTheStateBeforeTheStep) {
   EXPECT_NE(message.find("Anomaly detection, re-running the step: Function 'MulBackward0'"), std::string::npos)
       << message;
 
-  train::TrainOptions s = plain_sgd(stopped.path(), "cnn", 0.0, 1);
+  train::TrainOptions s = plain_sgd(stopped.path(), "cnn", 0.0, 1, device);
   s.optimizer = "adam";
   s.lr = 1e-3;
   s.stop_after_steps = 2;
@@ -289,6 +290,7 @@ TEST(NanPolicy, ErrorSavesExactlyTheStateBeforeTheStep) {
   // Resumed with skip, the run steps over it and finishes.
   train::TrainOptions again;
   again.progress = train::ProgressStyle::Quiet;
+  again.device = device;
   again.nan_policy = train::NanPolicy::Skip;
   again.scale_loss_at_steps[3] = std::nan("");
   std::ostringstream skip_log;
@@ -297,3 +299,32 @@ TEST(NanPolicy, ErrorSavesExactlyTheStateBeforeTheStep) {
       << skip_log.str();
   EXPECT_EQ(column_sum(read_text(failed.path() / "metrics.csv"), "skipped_steps"), 1);
 }
+
+}  // namespace
+
+TEST(NanPolicy, SkippedStepsLeaveWhatZeroGradientsLeaveUnderPlainSgd) {
+  SKIP_WITHOUT_DATA();
+  const std::vector<SkipCase> cases = {
+      {"cnn", 0.0, {2}},        // dropout: the skipped step's masks are drawn all the same
+      {"mlp", 0.9, {1, 2}},     // the momentum buffer is created by the first step that is taken
+      {"cnn", 0.0, {3, 4}},     // two in a row, the second the epoch's last
+      {"mlp", 0.0, {4, 5}, 2},  // the last step of an epoch and the first of the next
+  };
+  for (const SkipCase& c : cases) expect_skips_leave_what_zero_steps_leave(c, std::nullopt);
+}
+
+TEST(NanPolicy, ErrorSavesExactlyTheStateBeforeTheStep) {
+  SKIP_WITHOUT_DATA();
+  expect_error_saves_the_state_before_the_step(std::nullopt);
+}
+
+class NanPolicyOnDevice : public ember_test::DeviceTest {};
+
+TEST_P(NanPolicyOnDevice, SkippedAndStoppedStepsGiveWhatAnImmediateCheckGives) {
+  SKIP_WITHOUT_DATA();
+  expect_skips_leave_what_zero_steps_leave({"cnn", 0.0, {2, 3}}, device().str());
+  expect_skips_leave_what_zero_steps_leave({"mlp", 0.9, {1}}, device().str());
+  expect_error_saves_the_state_before_the_step(device().str());
+}
+
+EMBER_INSTANTIATE_DEVICE_SUITE(NanPolicyOnDevice);

@@ -162,8 +162,9 @@ class Session {
   /// `loader`/`rng` override the current ones: the state before a step that was not taken.
   void save_checkpoint(const std::optional<data::DataLoaderState>& loader = std::nullopt,
                        const std::optional<RngStates>& rng = std::nullopt);
-  /// The generators' states now, and their inverse.
-  RngStates rng_states() const;
+  /// The generators' states now, and their inverse. `step_only`: only the generator a training
+  /// step draws from (the training device's); set_rng_states leaves an undefined one as it is.
+  RngStates rng_states(bool step_only = false) const;
   void set_rng_states(const RngStates& states);
   void finish_epoch(double train_seconds);
   /// Runs one save. A failure is reported and remembered instead of thrown: training keeps its
@@ -378,8 +379,14 @@ std::string exact(double value) {
   return s.str();
 }
 
-RngStates Session::rng_states() const {
-  return {get_rng_state(), device_.device.is_cuda() ? cuda::get_rng_state(device_.device.index()) : Tensor()};
+RngStates Session::rng_states(bool step_only) const {
+  const bool gpu = device_.device.is_cuda();
+  RngStates states;
+  // On a GPU, dropout draws from the GPU's generator and a step leaves the CPU's as it was;
+  // reading the CPU's (a copy of its whole state) would cost tens of microseconds a step.
+  if (!(step_only && gpu)) states.cpu = get_rng_state();
+  if (gpu) states.cuda = cuda::get_rng_state(device_.device.index());
+  return states;
 }
 
 void Session::set_rng_states(const RngStates& states) {
@@ -393,7 +400,9 @@ void Session::save_checkpoint(const std::optional<data::DataLoaderState>& loader
   checkpoint.model = model_->state_dict();
   checkpoint.optimizer = optimizer_->state_dict();
   if (scheduler_) checkpoint.scheduler = scheduler_->state_dict();
-  const RngStates states = rng ? *rng : rng_states();
+  RngStates states = rng_states();
+  if (rng && rng->cpu.defined()) states.cpu = rng->cpu;
+  if (rng && rng->cuda.defined()) states.cuda = rng->cuda;
   checkpoint.rng = states.cpu;
   checkpoint.rng_cuda = states.cuda;
   flush_loss();
@@ -535,9 +544,9 @@ Tensor Session::batch_loss(nn::Module& model, const data::Batch& batch, int64_t 
 }
 
 void Session::launch(PendingStep& step) {
-  // Reading the generators' state costs tens of microseconds: only when the model draws random
-  // numbers in its forward pass does the state before the step differ from after.
-  step.rng_before = uses_dropout_ ? std::optional<RngStates>(rng_states()) : std::nullopt;
+  // Only when the model draws random numbers in its forward pass does the generators' state
+  // before the step differ from after (reading the CPU's costs tens of microseconds).
+  step.rng_before = uses_dropout_ ? std::optional<RngStates>(rng_states(/*step_only=*/true)) : std::nullopt;
   step.buffers_before = copy_buffers(*model_);
   step.optimizer_before = optimizer_->host_state();
   const Tensor loss = batch_loss(trained(), step.batch, step.global_step);
