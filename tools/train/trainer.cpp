@@ -146,6 +146,20 @@ nn::StateDict copy_buffers(const nn::Module& model) {
   return copy;
 }
 
+/// A training step queued on the device whose verdict (finite or not) the host has not read.
+struct PendingStep {
+  data::Batch batch;
+  int64_t step = 0;         // its index in the epoch, from 0
+  int64_t global_step = 0;  // the run's steps before it
+  // The state before it, to go back to should it turn out not finite.
+  data::DataLoaderState loader_before;
+  std::optional<RngStates> rng_before;  // only when the forward pass draws random numbers
+  nn::StateDict buffers_before;
+  optim::Optimizer::HostState optimizer_before;
+  Tensor loss;      // detached
+  int ticket = -1;  // of the session's StepVerdicts
+};
+
 // ---- one invocation of train() or resume() ----
 
 class Session {
@@ -175,19 +189,6 @@ class Session {
   /// At the end of a run: retries failed saves for runtime_.save_retry_seconds, then gives up
   /// with an error naming them.
   void retry_failed_saves();
-  /// A training step queued on the device whose verdict (finite or not) the host has not read.
-  struct PendingStep {
-    data::Batch batch;
-    int64_t step = 0;         // its index in the epoch, from 0
-    int64_t global_step = 0;  // the run's steps before it
-    // The state before it, to go back to should it turn out not finite.
-    data::DataLoaderState loader_before;
-    std::optional<RngStates> rng_before;  // only when the forward pass draws random numbers
-    nn::StateDict buffers_before;
-    optim::Optimizer::HostState optimizer_before;
-    Tensor loss;      // detached
-    int ticket = -1;  // of verdicts_
-  };
   /// The training loss of `batch` (scaled as runtime_.scale_loss_at_steps asks).
   Tensor batch_loss(nn::Module& model, const data::Batch& batch, int64_t global_step);
   /// Queues one step on the device, forward to optimizer update, reading nothing back.
