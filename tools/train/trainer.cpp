@@ -202,6 +202,14 @@ class Session {
   void handle_non_finite();
   /// Re-runs `step` on this rank alone and describes its first NaN or infinity.
   std::string describe_non_finite(const PendingStep& step);
+  /// The step's loss (detached) followed by every parameter's gradient: what all_finite checks.
+  std::vector<Tensor> loss_and_grads(const Tensor& loss) const;
+  /// Runs `step`'s forward and backward again on this rank alone, returning its loss: from the
+  /// state before the step, this leaves buffers and generators as the step itself did. Each rank
+  /// re-runs its own batch without averaging, because what follows (anomaly detection) may stop
+  /// backward on one rank and not another, and a collective started by only some ranks would
+  /// never finish.
+  Tensor rerun_alone(const PendingStep& step);
   /// The first NaN or infinity in the loss or the gradients, described; nullopt when all finite.
   std::optional<std::string> first_non_finite(const Tensor& loss) const;
   /// Re-runs the step's forward and backward on `step`'s batch with anomaly detection, returning
@@ -505,11 +513,7 @@ std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
   // One fused check of the loss and every gradient (ember::all_finite) first; the exact search
   // below runs only when something is not finite.
   const auto& params = named_params_;
-  std::vector<Tensor> checked;
-  checked.reserve(params.size() + 1);
-  checked.push_back(loss.detach());
-  for (const auto& [name, p] : params) checked.push_back(p.grad());
-  if (all_finite(checked).item<bool>()) return std::nullopt;
+  if (all_finite(loss_and_grads(loss)).item<bool>()) return std::nullopt;
   auto count = [](const Tensor& t) { return logical_not(isfinite(t)).sum().item<int64_t>(); };
   if (const int64_t bad = count(loss.detach()); bad > 0)
     return "the loss is " + std::string(std::isnan(loss.item<double>()) ? "NaN" : "infinite");
@@ -522,16 +526,28 @@ std::optional<std::string> Session::first_non_finite(const Tensor& loss) const {
   return std::nullopt;  // not reached: all_finite found a value that is not finite
 }
 
+std::vector<Tensor> Session::loss_and_grads(const Tensor& loss) const {
+  std::vector<Tensor> tensors;
+  tensors.reserve(named_params_.size() + 1);
+  tensors.push_back(loss.detach());
+  for (const auto& [name, p] : named_params_) tensors.push_back(p.grad());
+  return tensors;
+}
+
+Tensor Session::rerun_alone(const PendingStep& step) {
+  std::optional<nn::NoSyncGuard> local;
+  if (ddp_) local.emplace(*ddp_);
+  const Tensor loss = batch_loss(*model_, step.batch, step.global_step);
+  optimizer_->zero_grad();
+  loss.backward();
+  return loss;
+}
+
 std::string Session::find_nan_op(const PendingStep& step) {
   if (step.rng_before) set_rng_states(*step.rng_before);  // the same dropout masks as the failed step
   DetectAnomalyGuard anomaly;
-  optimizer_->zero_grad();
-  // Each rank re-runs its own batch without averaging: anomaly detection may stop backward on
-  // one rank and not another, and a collective started by only some ranks would never finish.
-  std::optional<nn::NoSyncGuard> local;
-  if (ddp_) local.emplace(*ddp_);
   try {
-    batch_loss(*model_, step.batch, step.global_step).backward();
+    rerun_alone(step);
   } catch (const Error& e) {
     return e.what();
   }
@@ -554,11 +570,7 @@ void Session::launch(PendingStep& step) {
   optimizer_->zero_grad();
   loss.backward();
   step.loss = loss.detach();
-  std::vector<Tensor> checked;
-  checked.reserve(named_params_.size() + 1);
-  checked.push_back(step.loss);
-  for (const auto& [name, p] : named_params_) checked.push_back(p.grad());
-  optimizer_->step(verdicts_->check(checked));
+  optimizer_->step(verdicts_->check(loss_and_grads(loss)));
   step.ticket = verdicts_->record();
 }
 
@@ -577,14 +589,8 @@ void Session::settle(size_t keep) {
 }
 
 std::string Session::describe_non_finite(const PendingStep& step) {
-  // Its gradients are overwritten by now: run it again, alone on this rank (see find_nan_op).
-  // From the state before it, this leaves the buffers and generators as the step itself did.
-  std::optional<nn::NoSyncGuard> local;
-  if (ddp_) local.emplace(*ddp_);
-  const Tensor loss = batch_loss(*model_, step.batch, step.global_step);
-  optimizer_->zero_grad();
-  loss.backward();
-  if (std::optional<std::string> what = first_non_finite(loss)) return *what;
+  // Its gradients are overwritten by now: run it again.
+  if (std::optional<std::string> what = first_non_finite(rerun_alone(step))) return *what;
   return ranks_ > 1 ? "another rank's loss or gradients are not finite"
                     : "the loss or a gradient was not finite (and was finite when the step was run again)";
 }
