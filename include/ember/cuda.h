@@ -53,17 +53,28 @@ void set_rng_state(const Tensor& state, int device = -1);
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+class Stream;
+
 /// A CUDA event on the current stream, for timing GPU work without stopping the host:
 ///   cuda::Event start, stop; start.record(); ...; stop.record(); stop.synchronize();
 ///   float ms = start.elapsed_ms(stop);
+/// and, recorded on one stream and waited for by another (Stream::wait_event), for ordering
+/// work across streams.
 class Event {
  public:
+  /// An event of the current device.
   Event();
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
+  /// Move-only, so events can be kept in containers; a moved-from Event may only be destroyed
+  /// or assigned to.
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
   /// Records the event on `device`'s current stream (the current device when -1).
   void record(int device = -1);
+  /// Records the event on `stream`, which must be on the event's device.
+  void record(const Stream& stream);
   /// Waits on the host until the work before the record has finished; then, as
   /// cuda::synchronize, reports an out-of-range index met by an earlier indexing kernel.
   void synchronize() const;
@@ -71,10 +82,96 @@ class Event {
   bool query() const;
   /// Milliseconds between this event's record and `end`'s (both must have completed).
   float elapsed_ms(const Event& end) const;
+  int device() const { return device_; }
 
  private:
+  friend class Stream;
   void* event_ = nullptr;  // cudaEvent_t
   int device_ = 0;
 };
+
+/// A queue of GPU work, as torch.cuda.Stream. Work queued on one stream runs in order; work on
+/// different streams may overlap, so a copy can run while a kernel computes. Every op queues
+/// its kernels and copies on the thread's current stream (StreamGuard, set_stream), and the
+/// host waits only for that stream when it reads a value (item(), printing, a copy to the CPU).
+///
+///   cuda::Stream side = cuda::Stream::create();
+///   cuda::Stream main = cuda::current_stream();
+///   side.wait_stream(main);                  // side sees what main has computed so far
+///   {
+///     cuda::StreamGuard on(side);            // ops in this scope queue on `side`
+///     y = ember::matmul(x, w);
+///   }
+///   main.wait_stream(side);                  // main may now read y
+///   cuda::record_stream(y, main);            // y's memory is used on main, not only on side
+///
+/// As in PyTorch, streams do not wait for each other unless told to (wait_stream, wait_event):
+/// created streams do not synchronise with the default stream. A Stream is a small value: copies
+/// name the same stream. Streams come from a pool of 32 per device and priority, handed out in
+/// turn and never destroyed, so creating one per step costs nothing and leaks nothing, and two
+/// Stream::create() calls may return the same stream.
+class Stream {
+ public:
+  /// A stream from `device`'s pool (the current device when -1). `priority` 0 is normal;
+  /// a negative one asks for the device's highest priority, as torch.cuda.Stream(priority=-1),
+  /// and a positive one means normal (ember has these two levels).
+  static Stream create(int device = -1, int priority = 0);
+  int device() const { return device_; }
+  /// 0, or -1 for a high-priority stream.
+  int priority() const { return priority_; }
+  /// The cudaStream_t, for launching one's own kernels or library calls in order with ember's
+  /// (nullptr is the legacy default stream).
+  void* handle() const { return handle_; }
+  /// Whether all work queued so far has finished, without waiting.
+  bool query() const;
+  /// Waits on the host for the work queued so far; then, as cuda::synchronize, reports an
+  /// out-of-range index met by an earlier indexing kernel.
+  void synchronize() const;
+  /// Work queued on this stream from now on waits, on the device, for `event`'s recorded work.
+  void wait_event(const Event& event) const;
+  /// Work queued on this stream from now on waits, on the device, for the work queued on `other`
+  /// so far. The host does not wait.
+  void wait_stream(const Stream& other) const;
+  bool operator==(const Stream& other) const { return device_ == other.device_ && handle_ == other.handle_; }
+  bool operator!=(const Stream& other) const { return !(*this == other); }
+
+ private:
+  friend Stream current_stream(int);
+  friend Stream default_stream(int);
+  Stream(int device, void* handle, int priority) : device_(device), handle_(handle), priority_(priority) {}
+  int device_;
+  void* handle_;  // cudaStream_t
+  int priority_;
+};
+
+/// The stream this thread queues work on for `device` (the current device when -1): the
+/// default stream until set_stream or a StreamGuard chose another.
+Stream current_stream(int device = -1);
+/// `device`'s default stream (the legacy default stream, as PyTorch's).
+Stream default_stream(int device = -1);
+/// Makes `stream` the current stream of its device on this thread, and its device the current
+/// device, as torch.cuda.set_stream.
+void set_stream(const Stream& stream);
+
+/// Makes `stream` current (and its device the current device) for a scope, then restores both,
+/// as `with torch.cuda.stream(s):`.
+class StreamGuard {
+ public:
+  explicit StreamGuard(const Stream& stream);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  int previous_device_;
+  Stream previous_stream_;  // of the guarded stream's device
+};
+
+/// Tells the allocator that `tensor`'s memory is used by work queued on `stream`, as
+/// Tensor.record_stream in PyTorch. Memory is otherwise reused as soon as it is freed by later
+/// work on the stream it was allocated on, which is safe only for work on that stream; after
+/// this call, the memory is reused only once the work queued on `stream` up to the tensor's
+/// release has finished (the host never waits for it). `tensor` must be on `stream`'s device.
+void record_stream(const Tensor& tensor, const Stream& stream);
 
 }  // namespace ember::cuda

@@ -97,6 +97,19 @@ TEST_F(CudaUnavailable, ActionsThatNeedAGpuThrowSayingWhy) {
   EXPECT_EQ(cuda::current_device(), 0);  // a failed set_device changes nothing
 }
 
+TEST_F(CudaUnavailable, StreamsCannotBeHadAndSayWhy) {
+  // Every way to obtain a cuda::Stream throws, so StreamGuard, set_stream, record_stream and
+  // Event::record(stream) are unreachable: there is no Stream to pass them.
+  expect_names_the_reason(error_of([] { (void)cuda::Stream::create(); }));
+  expect_names_the_reason(error_of([] { (void)cuda::Stream::create(0); }));
+  expect_names_the_reason(error_of([] { (void)cuda::Stream::create(0, -1); }));
+  expect_names_the_reason(error_of([] { (void)cuda::current_stream(); }));
+  expect_names_the_reason(error_of([] { (void)cuda::current_stream(0); }));
+  expect_names_the_reason(error_of([] { (void)cuda::default_stream(); }));
+  expect_names_the_reason(error_of([] { (void)cuda::default_stream(0); }));
+  EXPECT_EQ(cuda::current_device(), 0);  // the failed calls selected no device
+}
+
 TEST_F(CudaUnavailable, Tf32SwitchIsOffByDefault) {
   // Like torch.backends.cuda.matmul.allow_tf32, a plain setting: it exists without a GPU.
   EXPECT_FALSE(cuda::allow_tf32());

@@ -1,6 +1,6 @@
 // The bookkeeping of the caching allocator, modelled on PyTorch's CUDACachingAllocator with the
-// parts ember does not need (events for cross-stream use, expandable segments, graph pools) left
-// out. Plain host C++: every device call goes through RawDeviceMemory.
+// parts ember does not need (expandable segments, graph pools) left out. Plain host C++: every
+// device call goes through RawDeviceMemory.
 #include "backend/cuda/caching_allocator.h"
 
 #include <algorithm>
@@ -26,8 +26,11 @@ struct Block {
   size_t size = 0;
   StreamHandle stream = nullptr;
   bool small = false;      // which pool the segment belongs to
-  bool allocated = false;  // handed out (and in State::active) rather than cached
+  bool allocated = false;  // handed out, or freed but awaiting other streams: not cached
   size_t requested = 0;    // the rounded request while allocated: what `allocated` counts
+  // Other streams that used the block while it was handed out (record_stream); usually none.
+  std::vector<StreamHandle> stream_uses;
+  int pending_events = 0;  // events recorded at its free that have not completed yet
   Block* prev = nullptr;
   Block* next = nullptr;
 };
@@ -69,6 +72,8 @@ struct CachingAllocator::State {
   FreeBlocks small_blocks;
   FreeBlocks large_blocks;
   std::unordered_map<void*, Block*> active;
+  // Events recorded on other streams when a block they used was freed, oldest first.
+  std::vector<std::pair<RawDeviceMemory::Event, Block*>> awaiting;
   MemoryStats stats;
 
   FreeBlocks& pool(bool small) { return small ? small_blocks : large_blocks; }
@@ -155,6 +160,79 @@ struct CachingAllocator::State {
     delete other;
   }
 
+  // Caches a block nobody uses any more, absorbing cached neighbours.
+  void cache(Block* block) {
+    block->allocated = false;
+    block->stream_uses.clear();
+    merge(block, block->prev);
+    merge(block, block->next);
+    pool(block->small).insert(block);
+  }
+
+  // A freed block that other streams used: an event on each of them now, and the block is
+  // cached when the last completes. Where an event cannot be had, waits for the device instead.
+  void await_streams(Block* block) noexcept {
+    try {
+      for (StreamHandle stream : block->stream_uses) {
+        awaiting.emplace_back(raw->record(stream), block);
+        ++block->pending_events;
+      }
+      ++stats.awaiting_streams;
+      return;
+    } catch (...) {
+    }
+    // Events already recorded for it are dropped: after the wait every one has completed.
+    raw->synchronize();
+    std::erase_if(awaiting, [&](const auto& entry) {
+      if (entry.second != block) return false;
+      raw->destroy(entry.first);
+      return true;
+    });
+    block->pending_events = 0;
+    cache(block);
+  }
+
+  // Caches the awaiting blocks whose events have all completed. When a query throws (an error
+  // earlier work left), the entries not yet looked at stay for the next call.
+  void process_events() {
+    size_t kept = 0;
+    for (size_t i = 0; i < awaiting.size(); ++i) {
+      const auto [event, block] = awaiting[i];
+      bool completed = false;
+      try {
+        completed = raw->done(event);
+      } catch (...) {
+        awaiting.erase(awaiting.begin() + static_cast<std::ptrdiff_t>(kept),
+                       awaiting.begin() + static_cast<std::ptrdiff_t>(i));
+        throw;
+      }
+      if (completed) {
+        raw->destroy(event);
+        release_awaited(block);
+      } else {
+        awaiting[kept++] = awaiting[i];
+      }
+    }
+    awaiting.resize(kept);
+  }
+
+  // Waits for the device, then caches every awaiting block.
+  void synchronize_and_process_events() noexcept {
+    if (awaiting.empty()) return;
+    raw->synchronize();
+    for (auto& [event, block] : awaiting) {
+      raw->destroy(event);
+      release_awaited(block);
+    }
+    awaiting.clear();
+  }
+
+  void release_awaited(Block* block) {
+    if (--block->pending_events > 0) return;
+    --stats.awaiting_streams;
+    cache(block);
+  }
+
   [[noreturn]] void throw_oom(size_t nbytes) {
     ++stats.ooms;
     size_t free_bytes = 0, total_bytes = 0;
@@ -188,6 +266,13 @@ CachingAllocator::~CachingAllocator() {
   std::vector<Block*> blocks;
   for (FreeBlocks* pool : {&s.small_blocks, &s.large_blocks}) blocks.insert(blocks.end(), pool->begin(), pool->end());
   for (auto& entry : s.active) blocks.push_back(entry.second);
+  for (auto& [event, block] : s.awaiting) {
+    s.raw->destroy(event);
+    if (block->pending_events > 0) {
+      block->pending_events = 0;  // listed once however many events it awaits
+      blocks.push_back(block);
+    }
+  }
   if (!blocks.empty()) s.raw->synchronize();
   for (Block* block : blocks) {
     if (block->prev == nullptr) s.raw->free(block->ptr);
@@ -203,16 +288,22 @@ void* CachingAllocator::allocate(size_t nbytes, StreamHandle stream) {
   const size_t size = round_size(nbytes);
   const bool small = size <= kSmallRequest;
 
+  s.process_events();
   Block* block = s.find_free(small, size, stream);
   if (block == nullptr) {
     const size_t seg = segment_size(size);
     block = s.new_segment(small, seg, stream);
     if (block == nullptr) {
-      // The driver may succeed once the cache's unused segments are back in its hands.
+      // Blocks awaiting other streams are free once the device has caught up; failing that,
+      // the driver may succeed once the cache's unused segments are back in its hands.
       ++s.stats.retries;
-      s.release_unused_segments();
-      block = s.new_segment(small, seg, stream);
-      if (block == nullptr) s.throw_oom(nbytes);
+      s.synchronize_and_process_events();
+      block = s.find_free(small, size, stream);
+      if (block == nullptr) {
+        s.release_unused_segments();
+        block = s.new_segment(small, seg, stream);
+        if (block == nullptr) s.throw_oom(nbytes);
+      }
     }
   }
   s.split(block, size);
@@ -233,16 +324,31 @@ void CachingAllocator::free(void* ptr) noexcept {
   Block* block = it->second;
   s.active.erase(it);
   s.stats.allocated -= block->requested;
-  block->allocated = false;
   block->requested = 0;
-  s.merge(block, block->prev);
-  s.merge(block, block->next);
-  s.pool(block->small).insert(block);
+  if (block->stream_uses.empty()) {
+    s.cache(block);
+  } else {
+    s.await_streams(block);
+  }
+}
+
+bool CachingAllocator::record_stream(void* ptr, StreamHandle stream) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.active.find(ptr);
+  if (it == s.active.end()) return false;
+  Block* block = it->second;
+  if (stream != block->stream &&
+      std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) == block->stream_uses.end()) {
+    block->stream_uses.push_back(stream);
+  }
+  return true;
 }
 
 void CachingAllocator::empty_cache() noexcept {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
+  s.synchronize_and_process_events();
   s.release_unused_segments();
 }
 

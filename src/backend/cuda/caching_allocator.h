@@ -13,7 +13,9 @@
 namespace ember::cuda_impl {
 
 /// An opaque stream handle (cudaStream_t); memory freed on one stream is reused only by
-/// allocations on the same stream, whose work is ordered after the free.
+/// allocations on the same stream, whose work is ordered after the free. Memory that other
+/// streams used (record_stream) is reused only once events recorded on them at the free have
+/// completed.
 using StreamHandle = void*;
 
 /// The device calls the allocator needs. The real one (device_memory.cpp) calls
@@ -29,6 +31,15 @@ class RawDeviceMemory {
   virtual void mem_info(size_t& free_bytes, size_t& total_bytes) noexcept = 0;
   /// Waits for all work on the device (before memory goes back to the driver).
   virtual void synchronize() noexcept = 0;
+
+  using Event = void*;  // cudaEvent_t
+  /// An event recorded on `stream`, after the work queued there so far; throws ember::Error
+  /// when it cannot be created or recorded.
+  virtual Event record(StreamHandle stream) = 0;
+  /// Whether the event has completed, without waiting; throws ember::Error for an error that
+  /// earlier asynchronous work left.
+  virtual bool done(Event event) = 0;
+  virtual void destroy(Event event) noexcept = 0;
 };
 
 /// What torch.cuda.memory_stats() reports, in bytes.
@@ -37,9 +48,10 @@ struct MemoryStats {
   size_t reserved = 0;       // obtained from the driver (cached or in use)
   size_t max_allocated = 0;  // peak of `allocated` since start or reset_peak()
   size_t max_reserved = 0;
-  uint64_t driver_allocs = 0;  // cudaMalloc calls made
-  uint64_t retries = 0;        // times the cache was emptied to satisfy a request
-  uint64_t ooms = 0;           // OutOfMemoryError thrown
+  uint64_t driver_allocs = 0;   // cudaMalloc calls made
+  uint64_t retries = 0;         // times the cache was emptied to satisfy a request
+  uint64_t ooms = 0;            // OutOfMemoryError thrown
+  size_t awaiting_streams = 0;  // freed blocks not yet reusable: other streams may still use them
 };
 
 class CachingAllocator {
@@ -55,9 +67,16 @@ class CachingAllocator {
   /// then throws ember::OutOfMemoryError naming the requested size, the device's free and
   /// total memory, and what ember has allocated and reserved.
   void* allocate(size_t nbytes, StreamHandle stream);
-  /// Returns a block to its stream's cache; unknown pointers are ignored (never crash).
+  /// Returns a block to its stream's cache; unknown pointers are ignored (never crash). A block
+  /// that other streams used (record_stream) is cached only once events recorded on each of
+  /// them now have completed; until then it is neither allocated nor reusable.
   void free(void* ptr) noexcept;
-  /// Gives every unused cached segment back to the driver.
+  /// Records that work on `stream` uses the live block at `ptr` (its start, as allocate returned
+  /// it). Returns false, recording nothing, for a pointer this allocator did not hand out or
+  /// that has been freed. The block's own stream needs no record.
+  bool record_stream(void* ptr, StreamHandle stream);
+  /// Gives every unused cached segment back to the driver, first waiting for the device when
+  /// freed blocks still wait for other streams.
   void empty_cache() noexcept;
   MemoryStats stats() const;
   void reset_peak() noexcept;

@@ -1,6 +1,7 @@
 // ember::cuda (include/ember/cuda.h) in a build with CUDA.
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/caching_allocator.h"
@@ -19,6 +20,12 @@ namespace {
 
 void require_cuda(const char* what) {
   EMBER_CHECK(is_available(), what, ": CUDA is not available: ", unavailable_reason());
+}
+
+// A moved-from Event holds no CUDA event.
+cudaEvent_t handle_of(void* event, const char* what) {
+  EMBER_CHECK(event != nullptr, what, ": the event was moved from; assign it a new cuda::Event first");
+  return static_cast<cudaEvent_t>(event);
 }
 
 int resolve(int device, const char* what) {
@@ -110,33 +117,134 @@ Event::~Event() {
   if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
 }
 
+Event::Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)), device_(other.device_) {}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+    event_ = std::exchange(other.event_, nullptr);
+    device_ = other.device_;
+  }
+  return *this;
+}
+
 void Event::record(int device) {
   const int d = resolve(device, "Event::record");
   EMBER_CHECK(d == device_, "Event::record: the event was created on cuda:", device_, " but recorded on cuda:", d);
   cuda_impl::DeviceGuard guard(d);
-  EMBER_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), cuda_impl::current_stream(d)), "Event::record");
+  EMBER_CUDA_CHECK(cudaEventRecord(handle_of(event_, "Event::record"), cuda_impl::current_stream(d)), "Event::record");
+}
+
+void Event::record(const Stream& stream) {
+  EMBER_CHECK(stream.device() == device_, "Event::record: the event was created on cuda:", device_,
+              " but the stream is on cuda:", stream.device());
+  cuda_impl::DeviceGuard guard(device_);
+  EMBER_CUDA_CHECK(cudaEventRecord(handle_of(event_, "Event::record"), static_cast<cudaStream_t>(stream.handle())),
+                   "Event::record");
 }
 
 void Event::synchronize() const {
-  EMBER_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)), "Event::synchronize");
+  EMBER_CUDA_CHECK(cudaEventSynchronize(handle_of(event_, "Event::synchronize")), "Event::synchronize");
   cuda_impl::raise_pending_index_error(device_);
 }
 
 bool Event::query() const {
-  const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event_));
-  if (err == cudaErrorNotReady) {
-    cudaGetLastError();  // "not ready" is an answer, not an error
-    return false;
-  }
-  EMBER_CUDA_CHECK(err, "Event::query");
-  return true;
+  return cuda_impl::query_completed(cudaEventQuery(handle_of(event_, "Event::query")), "Event::query",
+                                    "cudaEventQuery(event)");
 }
 
 float Event::elapsed_ms(const Event& end) const {
   float ms = 0;
-  EMBER_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(event_), static_cast<cudaEvent_t>(end.event_)),
-                   "Event::elapsed_ms");
+  EMBER_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, handle_of(event_, "Event::elapsed_ms"), handle_of(end.event_, "Event::elapsed_ms")),
+      "Event::elapsed_ms");
   return ms;
+}
+
+// ---- streams ----
+
+Stream Stream::create(int device, int priority) {
+  const int d = resolve(device, "cuda::Stream::create");
+  const bool high = priority < 0;
+  return Stream(d, cuda_impl::pooled_stream(d, high), high ? -1 : 0);
+}
+
+bool Stream::query() const {
+  cuda_impl::DeviceGuard guard(device_);
+  return cuda_impl::query_completed(cudaStreamQuery(static_cast<cudaStream_t>(handle_)), "Stream::query",
+                                    "cudaStreamQuery(stream)");
+}
+
+void Stream::synchronize() const {
+  cuda_impl::DeviceGuard guard(device_);
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)), "Stream::synchronize");
+  cuda_impl::raise_pending_index_error(device_);
+}
+
+void Stream::wait_event(const Event& event) const {
+  cuda_impl::DeviceGuard guard(device_);
+  EMBER_CUDA_CHECK(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(handle_), handle_of(event.event_, "Stream::wait_event"), 0),
+      "Stream::wait_event");
+}
+
+void Stream::wait_stream(const Stream& other) const {
+  if (other == *this) return;
+  // An event of `other`'s device marks its work so far. Destroying it at once is allowed: the
+  // wait below has already taken its place in this stream's queue.
+  cudaEvent_t marker = nullptr;
+  {
+    cuda_impl::DeviceGuard guard(other.device_);
+    marker = cuda_impl::record_marker(static_cast<cudaStream_t>(other.handle_), "Stream::wait_stream");
+  }
+  cuda_impl::DeviceGuard guard(device_);
+  const cudaError_t err = cudaStreamWaitEvent(static_cast<cudaStream_t>(handle_), marker, 0);
+  cudaEventDestroy(marker);
+  if (err != cudaSuccess) cuda_impl::throw_cuda_error(err, "Stream::wait_stream", "cudaStreamWaitEvent(this, marker)");
+}
+
+Stream current_stream(int device) {
+  const int d = resolve(device, "cuda::current_stream");
+  cudaStream_t handle = cuda_impl::current_stream(d);
+  int priority = 0;
+  if (handle != nullptr) {
+    cuda_impl::DeviceGuard guard(d);
+    EMBER_CUDA_CHECK(cudaStreamGetPriority(handle, &priority), "cuda::current_stream");
+  }
+  return Stream(d, handle, priority < 0 ? -1 : 0);
+}
+
+Stream default_stream(int device) { return Stream(resolve(device, "cuda::default_stream"), nullptr, 0); }
+
+void set_stream(const Stream& stream) {
+  cuda_impl::set_current_device(stream.device());
+  cuda_impl::set_current_stream(stream.device(), static_cast<cudaStream_t>(stream.handle()));
+}
+
+StreamGuard::StreamGuard(const Stream& stream)
+    : previous_device_(cuda_impl::current_device()), previous_stream_(current_stream(stream.device())) {
+  set_stream(stream);
+}
+
+StreamGuard::~StreamGuard() {
+  cuda_impl::set_current_stream(previous_stream_.device(), static_cast<cudaStream_t>(previous_stream_.handle()));
+  try {
+    cuda_impl::set_current_device(previous_device_);
+  } catch (...) {
+    // The device was current when the guard began; a driver that fails now has failed for
+    // every later call too, which reports it.
+  }
+}
+
+void record_stream(const Tensor& tensor, const Stream& stream) {
+  detail::check_defined(tensor, "record_stream");
+  EMBER_CHECK(tensor.device().is_cuda(), "record_stream: expected a CUDA tensor, got one on ", tensor.device().str());
+  EMBER_CHECK(tensor.device().index() == stream.device(), "record_stream: the tensor is on ", tensor.device().str(),
+              " but the stream is on cuda:", stream.device());
+  // The storage's start names its block; an empty tensor holds none.
+  void* block = tensor.impl().storage->data();
+  if (block == nullptr) return;
+  cuda_impl::device_allocator(stream.device()).record_stream(block, static_cast<cudaStream_t>(stream.handle()));
 }
 
 }  // namespace ember::cuda

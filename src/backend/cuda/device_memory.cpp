@@ -64,17 +64,25 @@ class CudaDeviceMemory final : public RawDeviceMemory {
     }
   }
 
+  Event record(StreamHandle stream) override {
+    DeviceGuard guard(device_);
+    return record_marker(static_cast<cudaStream_t>(stream), "free");
+  }
+
+  bool done(Event event) override {
+    return query_completed(cudaEventQuery(static_cast<cudaEvent_t>(event)), "allocate", "cudaEventQuery(event)");
+  }
+
+  void destroy(Event event) noexcept override { (void)cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+
  private:
   int device_;
 };
 
-// More devices than any node holds; the table is a fixed array so the lookup on every
-// allocation is one atomic load.
-constexpr int kMaxDevices = 64;
-
 }  // namespace
 
 CachingAllocator& device_allocator(int device) {
+  // A fixed table, so the lookup on every allocation is one atomic load.
   // Never destroyed: tensors released during static destruction still reach their allocator.
   static std::array<std::atomic<CachingAllocator*>, kMaxDevices>& table =
       *new std::array<std::atomic<CachingAllocator*>, kMaxDevices>{};

@@ -22,24 +22,11 @@ class CudaPinnedMemory final : public RawPinnedMemory {
 
   Event record(Stream stream, int device) override {
     DeviceGuard guard(device);
-    cudaEvent_t event = nullptr;
-    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "pinned memory: cudaEventCreate");
-    const cudaError_t err = cudaEventRecord(event, static_cast<cudaStream_t>(stream));
-    if (err != cudaSuccess) {
-      (void)cudaEventDestroy(event);
-      throw_cuda_error(err, "pinned memory", "cudaEventRecord(event, stream)");
-    }
-    return event;
+    return record_marker(static_cast<cudaStream_t>(stream), "pinned memory");
   }
 
   bool done(Event event) override {
-    const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
-    if (err == cudaErrorNotReady) {
-      (void)cudaGetLastError();  // "not ready" is an answer, not an error
-      return false;
-    }
-    if (err != cudaSuccess) throw_cuda_error(err, "pinned memory", "cudaEventQuery(event)");
-    return true;
+    return query_completed(cudaEventQuery(static_cast<cudaEvent_t>(event)), "pinned memory", "cudaEventQuery(event)");
   }
 
   void wait(Event event) noexcept override { (void)cudaEventSynchronize(static_cast<cudaEvent_t>(event)); }

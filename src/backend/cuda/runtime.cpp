@@ -14,10 +14,6 @@
 namespace ember::cuda_impl {
 namespace {
 
-// Devices ember keeps per-device state for; cuda:N beyond this is rejected by the front end's
-// device-count check long before (no machine has 64 GPUs behind one process).
-constexpr int kMaxDevices = 64;
-
 thread_local int t_current_device = 0;
 thread_local std::array<cudaStream_t, kMaxDevices> t_streams{};  // nullptr: the legacy default stream
 
@@ -70,6 +66,26 @@ void check_launch(const char* op) {
   if (err != cudaSuccess) throw_cuda_error(err, op, "kernel launch");
 }
 
+cudaEvent_t record_marker(cudaStream_t stream, const char* op) {
+  cudaEvent_t event = nullptr;
+  EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), op);
+  const cudaError_t err = cudaEventRecord(event, stream);
+  if (err != cudaSuccess) {
+    (void)cudaEventDestroy(event);
+    throw_cuda_error(err, op, "cudaEventRecord(event, stream)");
+  }
+  return event;
+}
+
+bool query_completed(cudaError_t answer, const char* op, const char* call) {
+  if (answer == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (answer != cudaSuccess) throw_cuda_error(answer, op, call);
+  return true;
+}
+
 int current_device() { return t_current_device; }
 
 void set_current_device(int device) {
@@ -99,6 +115,36 @@ cudaStream_t current_stream(int device) {
 void set_current_stream(int device, cudaStream_t stream) {
   check_device_index(device);
   t_streams[static_cast<size_t>(device)] = stream;
+}
+
+namespace {
+
+struct StreamPool {
+  std::once_flag created;
+  std::array<cudaStream_t, kStreamsPerPool> streams{};
+  std::atomic<uint32_t> next{0};
+};
+// [device][high priority]
+std::array<std::array<StreamPool, 2>, kMaxDevices>& stream_pools() {
+  static auto* pools = new std::array<std::array<StreamPool, 2>, kMaxDevices>();  // leaked: used until exit
+  return *pools;
+}
+
+}  // namespace
+
+cudaStream_t pooled_stream(int device, bool high_priority) {
+  check_device_index(device);
+  StreamPool& pool = stream_pools()[static_cast<size_t>(device)][high_priority ? 1 : 0];
+  std::call_once(pool.created, [&] {
+    DeviceGuard guard(device);
+    int least = 0, greatest = 0;  // CUDA's priorities: lower numbers run first
+    EMBER_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cuda::Stream::create");
+    for (cudaStream_t& stream : pool.streams) {
+      EMBER_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, high_priority ? greatest : least),
+                       "cuda::Stream::create");
+    }
+  });
+  return pool.streams[pool.next.fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool];
 }
 
 namespace {

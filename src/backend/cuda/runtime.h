@@ -40,6 +40,19 @@ void check_launch(const char* op);
 
 namespace ember::cuda_impl {
 
+/// Devices ember keeps per-device state for; cuda:N beyond this is rejected by the front end's
+/// device-count check long before (no machine has 64 GPUs behind one process).
+inline constexpr int kMaxDevices = 64;
+
+/// A new event without timing, recorded on `stream` after the work queued there so far: a marker
+/// for another stream or the host to wait for. Call on the stream's device; throws ember::Error
+/// naming `op` (destroying the event) when it cannot be created or recorded.
+cudaEvent_t record_marker(cudaStream_t stream, const char* op);
+/// The answer of cudaEventQuery / cudaStreamQuery (`call`): whether the work has finished. "Not
+/// ready" is an answer, not an error, and is cleared from CUDA's error state; any other error
+/// throws ember::Error naming `op`.
+bool query_completed(cudaError_t answer, const char* op, const char* call);
+
 /// This thread's current device (0 until cuda::set_device is called).
 int current_device();
 void set_current_device(int device);
@@ -56,10 +69,18 @@ class DeviceGuard {
   int previous_;
 };
 
-/// The stream this thread queues work on for `device`: the legacy default stream unless a
-/// cuda::StreamGuard chose another.
+/// The stream this thread queues work on for `device`: the legacy default stream (nullptr)
+/// unless cuda::set_stream or a cuda::StreamGuard chose another.
 cudaStream_t current_stream(int device);
 void set_current_stream(int device, cudaStream_t stream);
+
+/// Streams per device and priority in the pool cuda::Stream::create draws from.
+inline constexpr int kStreamsPerPool = 32;
+/// The next stream of `device`'s pool of normal or high priority, in turn. The pool's streams
+/// are created on first use, do not synchronise with the legacy default stream, and are never
+/// destroyed: the caching allocator keys its caches by stream, so a handle must never come back
+/// as a different stream.
+cudaStream_t pooled_stream(int device, bool high_priority);
 
 /// The cuBLAS / cuDNN handle for `device`, created on first use and bound to the current
 /// stream on every call. Call inside a DeviceGuard for that device.

@@ -35,6 +35,19 @@ struct FakeCounters {
   int bad_frees = 0;  // pointers the fake never handed out
   int syncs = 0;
   std::map<void*, size_t> live;
+  // Events: each is an index into `completed`, recorded on `event_streams[i]`. A test completes
+  // them by hand; a synchronize completes them all, as the device's would.
+  std::vector<bool> completed;
+  std::vector<StreamHandle> event_streams;
+  int live_events = 0;
+  bool fail_record = false;  // record() throws, as when the driver cannot create an event
+  bool fail_query = false;   // done() throws, as for an error earlier work left
+
+  void complete_events_on(StreamHandle s) {
+    for (size_t i = 0; i < completed.size(); ++i) {
+      if (event_streams[i] == s) completed[i] = true;
+    }
+  }
 };
 
 class FakeDeviceMemory final : public RawDeviceMemory {
@@ -71,7 +84,22 @@ class FakeDeviceMemory final : public RawDeviceMemory {
     free_bytes = c_->capacity - c_->used;
     total_bytes = c_->capacity;
   }
-  void synchronize() noexcept override { ++c_->syncs; }
+  void synchronize() noexcept override {
+    ++c_->syncs;
+    std::fill(c_->completed.begin(), c_->completed.end(), true);
+  }
+  Event record(StreamHandle stream) override {
+    if (c_->fail_record) throw ember::Error("cudaEventRecord failed");
+    c_->completed.push_back(false);
+    c_->event_streams.push_back(stream);
+    ++c_->live_events;
+    return reinterpret_cast<Event>(c_->completed.size());  // 1-based: never nullptr
+  }
+  bool done(Event event) override {
+    if (c_->fail_query) throw ember::Error("an illegal memory access was encountered");
+    return c_->completed.at(reinterpret_cast<uintptr_t>(event) - 1);
+  }
+  void destroy(Event) noexcept override { --c_->live_events; }
 
  private:
   FakeCounters* c_;
@@ -495,3 +523,195 @@ TEST(CachingAllocator, ConcurrentThreadsKeepStatsConsistent) {
 }
 
 }  // namespace
+
+// ---- memory used by other streams (record_stream) ----
+
+TEST(CachingAllocatorStreams, BlockUsedOnAnotherStreamIsReusedOnlyAfterThatStreamsWork) {
+  Fixture f;
+  void* a = f.alloc->allocate(4 * KiB, stream(1));
+  EXPECT_TRUE(f.alloc->record_stream(a, stream(2)));
+  f.alloc->free(a);
+  EXPECT_EQ(f.counters.live_events, 1);
+  EXPECT_EQ(f.counters.event_streams.at(0), stream(2));
+  // Freed as far as the tensors go; not yet reusable.
+  EXPECT_EQ(f.alloc->stats().allocated, 0u);
+  EXPECT_EQ(f.alloc->stats().awaiting_streams, 1u);
+  void* b = f.alloc->allocate(4 * KiB, stream(1));
+  EXPECT_NE(b, a);
+  // Stream 2's work up to the free completes: the next allocation may have the block back.
+  f.counters.complete_events_on(stream(2));
+  void* c = f.alloc->allocate(4 * KiB, stream(1));
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(f.counters.live_events, 0);
+  EXPECT_EQ(f.alloc->stats().awaiting_streams, 0u);
+  EXPECT_EQ(f.counters.syncs, 0);  // the host never waited
+  EXPECT_EQ(f.counters.mallocs, 1);
+  f.alloc->free(b);
+  f.alloc->free(c);
+}
+
+TEST(CachingAllocatorStreams, EveryUsingStreamMustFinish) {
+  Fixture f;
+  void* a = f.alloc->allocate(64 * KiB, stream(1));
+  EXPECT_TRUE(f.alloc->record_stream(a, stream(2)));
+  EXPECT_TRUE(f.alloc->record_stream(a, stream(3)));
+  f.alloc->free(a);
+  EXPECT_EQ(f.counters.live_events, 2);
+  f.counters.complete_events_on(stream(3));
+  void* b = f.alloc->allocate(64 * KiB, stream(1));
+  EXPECT_NE(b, a);
+  EXPECT_EQ(f.counters.live_events, 1);
+  f.counters.complete_events_on(stream(2));
+  void* c = f.alloc->allocate(64 * KiB, stream(1));
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(f.counters.live_events, 0);
+  f.alloc->free(b);
+  f.alloc->free(c);
+}
+
+TEST(CachingAllocatorStreams, RecordingTheOwnStreamOrTwiceTheSameAddsNothing) {
+  Fixture f;
+  void* a = f.alloc->allocate(4 * KiB, stream(1));
+  EXPECT_TRUE(f.alloc->record_stream(a, stream(1)));
+  f.alloc->free(a);
+  EXPECT_EQ(f.counters.completed.size(), 0u);  // no event: reused at once
+  void* b = f.alloc->allocate(4 * KiB, stream(1));
+  EXPECT_EQ(b, a);
+  EXPECT_TRUE(f.alloc->record_stream(b, stream(2)));
+  EXPECT_TRUE(f.alloc->record_stream(b, stream(2)));
+  f.alloc->free(b);
+  EXPECT_EQ(f.counters.completed.size(), 1u);
+  // The record belonged to that allocation only: once the block is back, a new user of it that
+  // records nothing frees it straight into the cache.
+  f.counters.complete_events_on(stream(2));
+  void* c = f.alloc->allocate(4 * KiB, stream(1));
+  ASSERT_EQ(c, a);
+  f.alloc->free(c);
+  EXPECT_EQ(f.counters.completed.size(), 1u);
+  EXPECT_EQ(f.alloc->allocate(4 * KiB, stream(1)), a);
+  f.alloc->free(a);
+}
+
+TEST(CachingAllocatorStreams, UnknownOrFreedPointersRecordNothing) {
+  Fixture f;
+  int on_host = 0;
+  EXPECT_FALSE(f.alloc->record_stream(&on_host, stream(2)));
+  EXPECT_FALSE(f.alloc->record_stream(nullptr, stream(2)));
+  void* a = f.alloc->allocate(4 * KiB, stream(1));
+  // Only the start of a block names it, as a storage's pointer does.
+  EXPECT_FALSE(f.alloc->record_stream(as_bytes(a) + 512, stream(2)));
+  f.alloc->free(a);
+  EXPECT_FALSE(f.alloc->record_stream(a, stream(2)));
+  EXPECT_EQ(f.counters.completed.size(), 0u);
+  EXPECT_EQ(f.alloc->allocate(4 * KiB, stream(1)), a);
+  f.alloc->free(a);
+}
+
+TEST(CachingAllocatorStreams, AwaitingBlockDoesNotMergeUntilReleased) {
+  Fixture f;
+  // One 2 MiB small segment: a and b of 512 KiB, then c of 1 MiB that stays allocated.
+  void* a = f.alloc->allocate(512 * KiB, stream(1));
+  void* b = f.alloc->allocate(512 * KiB, stream(1));
+  void* c = f.alloc->allocate(MiB, stream(1));
+  ASSERT_EQ(as_bytes(b), as_bytes(a) + 512 * KiB);
+  ASSERT_EQ(f.counters.mallocs, 1);
+  f.alloc->record_stream(b, stream(2));
+  f.alloc->free(b);
+  f.alloc->free(a);
+  // a is cached alone: 1 MiB does not fit in it, so a new segment is needed.
+  void* d = f.alloc->allocate(MiB, stream(1));
+  EXPECT_EQ(f.counters.mallocs, 2);
+  EXPECT_NE(d, a);
+  f.alloc->free(d);
+  f.counters.complete_events_on(stream(2));
+  // Released, b merges with a: the exact 1 MiB hole is the best fit.
+  void* e = f.alloc->allocate(MiB, stream(1));
+  EXPECT_EQ(e, a);
+  EXPECT_EQ(f.counters.mallocs, 2);
+  for (void* p : {c, e}) f.alloc->free(p);
+}
+
+TEST(CachingAllocatorStreams, EmptyCacheWaitsForAwaitingBlocksAndReturnsThem) {
+  Fixture f;
+  void* a = f.alloc->allocate(3 * MiB, stream(1));
+  f.alloc->record_stream(a, stream(2));
+  f.alloc->free(a);
+  EXPECT_EQ(f.alloc->stats().reserved, 4 * MiB);
+  f.alloc->empty_cache();
+  EXPECT_GE(f.counters.syncs, 1);
+  EXPECT_EQ(f.counters.live_events, 0);
+  EXPECT_EQ(f.counters.used, 0u);
+  EXPECT_EQ(f.alloc->stats().reserved, 0u);
+  EXPECT_EQ(f.alloc->stats().awaiting_streams, 0u);
+}
+
+TEST(CachingAllocatorStreams, OutOfMemoryWaitsForAwaitingBlocksBeforeGivingUp) {
+  Fixture f(4 * MiB);
+  void* a = f.alloc->allocate(3 * MiB, stream(1));
+  f.alloc->record_stream(a, stream(2));
+  f.alloc->free(a);
+  // Stream 2 has not finished and the device is full: the allocator waits for the device
+  // rather than failing, then has the memory back.
+  void* b = f.alloc->allocate(3 * MiB, stream(1));
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(f.counters.syncs, 1);
+  EXPECT_EQ(f.alloc->stats().retries, 1u);
+  EXPECT_EQ(f.alloc->stats().ooms, 0u);
+  EXPECT_EQ(f.counters.live_events, 0);
+  f.alloc->free(b);
+}
+
+TEST(CachingAllocatorStreams, FailingToRecordAnEventWaitsForTheDeviceInstead) {
+  Fixture f;
+  void* a = f.alloc->allocate(4 * KiB, stream(1));
+  f.alloc->record_stream(a, stream(2));
+  f.alloc->record_stream(a, stream(3));
+  f.counters.fail_record = true;
+  f.alloc->free(a);  // noexcept: must not throw
+  EXPECT_EQ(f.counters.syncs, 1);
+  EXPECT_EQ(f.alloc->stats().awaiting_streams, 0u);
+  f.counters.fail_record = false;
+  EXPECT_EQ(f.alloc->allocate(4 * KiB, stream(1)), a);
+  f.alloc->free(a);
+}
+
+TEST(CachingAllocatorStreams, QueryErrorPropagatesAndLosesNoBlock) {
+  Fixture f;
+  void* blocks[3];
+  for (void*& p : blocks) {
+    p = f.alloc->allocate(4 * KiB, stream(1));
+    f.alloc->record_stream(p, stream(2));
+  }
+  for (void* p : blocks) f.alloc->free(p);
+  f.counters.fail_query = true;
+  EXPECT_THROW(f.alloc->allocate(4 * KiB, stream(1)), ember::Error);
+  f.counters.fail_query = false;
+  f.counters.complete_events_on(stream(2));
+  // Every block comes back once its event is seen to complete.
+  std::vector<void*> again;
+  for (int i = 0; i < 3; ++i) again.push_back(f.alloc->allocate(4 * KiB, stream(1)));
+  for (void* p : blocks) EXPECT_NE(std::find(again.begin(), again.end(), p), again.end());
+  EXPECT_EQ(f.counters.live_events, 0);
+  EXPECT_EQ(f.alloc->stats().awaiting_streams, 0u);
+  EXPECT_EQ(f.counters.mallocs, 1);
+  for (void* p : again) f.alloc->free(p);
+}
+
+TEST(CachingAllocatorStreams, DestructorReturnsAwaitingBlocks) {
+  FakeCounters* counters = nullptr;
+  {
+    Fixture f;
+    counters = &f.counters;
+    void* a = f.alloc->allocate(4 * KiB, stream(1));
+    void* b = f.alloc->allocate(5 * MiB, stream(1));
+    f.alloc->record_stream(a, stream(2));
+    f.alloc->record_stream(b, stream(2));
+    f.alloc->record_stream(b, stream(3));
+    f.alloc->free(a);
+    f.alloc->free(b);
+    f.alloc.reset();
+    EXPECT_EQ(counters->used, 0u);
+    EXPECT_EQ(counters->live_events, 0);
+    EXPECT_EQ(counters->bad_frees, 0);
+  }
+}
