@@ -173,20 +173,24 @@ class Backend {
   /// Cross-entropy of each row of `logits` ([N, C], contiguous, float32 or float64) against its
   /// class in `target` ([N], int64), the forward pass of log_softmax and nll_loss in one:
   /// loss[n] = -log_softmax(logits[n])[t] * w[t] and row_weight[n] = w[t] (w = `weight`, [C] of
-  /// logits' dtype, or all ones when it has null data), both 0 where t == ignore_index. `stats`
-  /// ([N, 2], logits' dtype) receives each row's max and log(sum(exp(x - max))) for the backward
-  /// pass. A target outside [0, C) that is not ignore_index throws "Target t is out of bounds."
-  /// on the CPU; CUDA counts the row as ignored and reports it at the next wait (index_error.h).
+  /// logits' dtype, or all ones when it has null data), both 0 where t == ignore_index. With
+  /// `label_smoothing` ε > 0 a kept row's loss is (1 - ε) times that plus ε / C times
+  /// sum_c -log_softmax(logits[n])[c] * w[c] (kernels/cross_entropy_ops.h), which PyTorch's
+  /// reductions of the two terms amount to. `stats` ([N, 2], logits' dtype) receives each row's
+  /// max and log(sum(exp(x - max))) for the backward pass. A target outside [0, C) that is not
+  /// ignore_index throws "Target t is out of bounds." on the CPU; CUDA counts the row as ignored
+  /// and reports it at the next wait (index_error.h).
   virtual void cross_entropy(const TensorView& logits, const TensorView& target, const TensorView& weight,
-                             int64_t ignore_index, const TensorView& loss, const TensorView& row_weight,
-                             const TensorView& stats) = 0;
+                             int64_t ignore_index, double label_smoothing, const TensorView& loss,
+                             const TensorView& row_weight, const TensorView& stats) = 0;
   /// The gradient of cross_entropy's `loss` with respect to `logits`, given its gradient
-  /// `grad_loss` ([N]): with s = -(grad_loss[n] * w[t]) (0 on ignored rows),
+  /// `grad_loss` ([N]). Without smoothing, with s = -(grad_loss[n] * w[t]) (0 on ignored rows),
   /// grad_logits[n, c] = (c == t ? s : 0) - exp(log_softmax(logits[n])[c]) * s, which is what
-  /// nll_loss's and log_softmax's backward passes compute one after the other.
+  /// nll_loss's and log_softmax's backward passes compute one after the other; with smoothing,
+  /// kernels::smoothed_logit_grad on kept rows.
   virtual void cross_entropy_backward(const TensorView& grad_loss, const TensorView& logits, const TensorView& target,
-                                      const TensorView& weight, int64_t ignore_index, const TensorView& stats,
-                                      const TensorView& grad_logits) = 0;
+                                      const TensorView& weight, int64_t ignore_index, double label_smoothing,
+                                      const TensorView& stats, const TensorView& grad_logits) = 0;
 
   /// Writes 1 to `out` (a 0-dim bool on this device) when every element of every view is finite,
   /// 0 otherwise, without waiting for the device. The views are contiguous, of floating dtypes,

@@ -267,11 +267,13 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduct
   check_class_targets(input, target, "cross_entropy");
   check_class_weight(input, weight);
   const bool may_ignore = scan_class_targets(input, target, ignore_index);
-  if (ember::detail::cross_entropy_rows_apply(input, weight, label_smoothing)) {
-    // One fused op for the per-sample terms (src/ops/cross_entropy.cpp); reduced as below.
+  if (ember::detail::cross_entropy_rows_apply(input, weight)) {
+    // One fused op for the per-sample terms, label smoothing's share included (its term is
+    // reduced with the same denominator; src/ops/cross_entropy.cpp); reduced as below.
     const bool single = input.dim() == 1;
-    const ember::detail::ClassLossRows rows = ember::detail::cross_entropy_rows(
-        single ? input.unsqueeze(0) : input, single ? target.reshape({1}) : target, weight, ignore_index);
+    const ember::detail::ClassLossRows rows =
+        ember::detail::cross_entropy_rows(single ? input.unsqueeze(0) : input, single ? target.reshape({1}) : target,
+                                          weight, ignore_index, label_smoothing);
     switch (reduction) {
       case Reduction::None:
         return single ? rows.loss.reshape({}) : rows.loss;

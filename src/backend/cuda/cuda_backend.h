@@ -54,10 +54,11 @@ class CudaBackend final : public Backend {
   void gather(const TensorView& x, int64_t dim, const TensorView& index, const TensorView& out) override;
   void scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) override;
   void cross_entropy(const TensorView& logits, const TensorView& target, const TensorView& weight, int64_t ignore_index,
-                     const TensorView& loss, const TensorView& row_weight, const TensorView& stats) override;
+                     double label_smoothing, const TensorView& loss, const TensorView& row_weight,
+                     const TensorView& stats) override;
   void cross_entropy_backward(const TensorView& grad_loss, const TensorView& logits, const TensorView& target,
-                              const TensorView& weight, int64_t ignore_index, const TensorView& stats,
-                              const TensorView& grad_logits) override;
+                              const TensorView& weight, int64_t ignore_index, double label_smoothing,
+                              const TensorView& stats, const TensorView& grad_logits) override;
   void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step, const TensorView& skip) override;
