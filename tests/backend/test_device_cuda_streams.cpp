@@ -370,6 +370,45 @@ TEST_P(DeviceCudaStreams, WorkOnASideStreamMatchesTheCpuOnceTheStreamsAreOrdered
   }
 }
 
+// cuBLAS and cuDNN calls bind a library handle to the caller's stream. Were one handle shared by
+// threads, one thread's product could be queued on the other's stream, behind the long work there,
+// and read on its own stream before it ran. Each thread has its own handle, so both match the CPU.
+TEST_P(DeviceCudaStreams, ThreadsOnTheirOwnStreamsGetTheirOwnLibraryCalls) {
+  const Tensor a = randn({128, 96}), b = randn({96, 64});
+  const Tensor x = randn({2, 3, 16, 16}), w = randn({4, 3, 3, 3});
+  const Tensor prod_cpu = matmul(a, b), conv_cpu = nn::functional::conv2d(x, w);
+  const Tensor a_dev = on_device(a), b_dev = on_device(b), x_dev = on_device(x), w_dev = on_device(w);
+  constexpr int kThreads = 2, kRounds = 8;
+  std::vector<std::vector<Tensor>> prods(kThreads), convs(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        cuda::StreamGuard on(cuda::Stream::create(device().index()));
+        for (int round = 0; round < kRounds; ++round) {
+          if (t == 0) queue_busy_work(device());  // thread 0's stream stays busy throughout
+          // Copying to the CPU waits for this thread's stream only.
+          prods[t].push_back(matmul(a_dev, b_dev).to(Device("cpu")));
+          convs[t].push_back(nn::functional::conv2d(x_dev, w_dev).to(Device("cpu")));
+        }
+      } catch (const Error& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    SCOPED_TRACE("thread " + std::to_string(t));
+    EXPECT_EQ(errors[t], "");
+    ASSERT_EQ(prods[t].size(), static_cast<size_t>(kRounds));
+    for (int round = 0; round < kRounds; ++round) {
+      EXPECT_CLOSE_TO_CPU(prods[t][round], prod_cpu, 1e-4, 1e-4);
+      EXPECT_CLOSE_TO_CPU(convs[t][round], conv_cpu, 1e-4, 1e-4);
+    }
+  }
+}
+
 // ---- events ----
 
 TEST_P(DeviceCudaStreams, AnEventRecordedOnASideStreamOrdersTheDefaultStream) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/cuda/caching_allocator.h"
+#include "backend/cuda/handle_pool.h"
 #include "core/check.h"
 #include "ember/error.h"
 
@@ -149,44 +150,45 @@ cudaStream_t pooled_stream(int device, bool high_priority) {
 
 namespace {
 
-// cuBLAS and cuDNN handles must not be used by two threads at once. ember drives each device from
-// one thread (the training loop), so one handle per device, re-bound to the caller's stream on
-// every use, is enough; using one device from several threads would need per-thread handles.
-struct Handles {
-  std::once_flag cublas_once, cudnn_once;
-  cublasHandle_t cublas = nullptr;
-  cudnnHandle_t cudnn = nullptr;
-};
-std::array<Handles, kMaxDevices>& handles() {
-  static auto* h = new std::array<Handles, kMaxDevices>();  // leaked: used until exit
-  return *h;
+// One handle per device and thread (handle_pool.h): a handle must not be used by two threads at
+// once, and each call binds it to the calling thread's current stream.
+HandlePool<cublasHandle_t>& cublas_pool() {
+  static auto* pool = new HandlePool<cublasHandle_t>(kMaxDevices, [](int device) {  // leaked: used until exit
+    DeviceGuard guard(device);
+    cublasHandle_t h = nullptr;
+    EMBER_CUBLAS_CHECK(cublasCreate(&h), "cuBLAS initialisation");
+    return h;
+  });
+  return *pool;
+}
+
+HandlePool<cudnnHandle_t>& cudnn_pool() {
+  static auto* pool = new HandlePool<cudnnHandle_t>(kMaxDevices, [](int device) {  // leaked: used until exit
+    DeviceGuard guard(device);
+    cudnnHandle_t h = nullptr;
+    EMBER_CUDNN_CHECK(cudnnCreate(&h), "cuDNN initialisation");
+    return h;
+  });
+  return *pool;
 }
 
 }  // namespace
 
 cublasHandle_t cublas_handle(int device) {
   check_device_index(device);
-  Handles& h = handles()[static_cast<size_t>(device)];
-  std::call_once(h.cublas_once, [&] {
-    DeviceGuard guard(device);
-    EMBER_CUBLAS_CHECK(cublasCreate(&h.cublas), "cuBLAS initialisation");
-  });
-  EMBER_CUBLAS_CHECK(cublasSetStream(h.cublas, current_stream(device)), "cuBLAS stream");
+  const cublasHandle_t h = cublas_pool().get(device);
+  EMBER_CUBLAS_CHECK(cublasSetStream(h, current_stream(device)), "cuBLAS stream");
   // TF32 is an opt-in, like PyTorch's torch.backends.cuda.matmul.allow_tf32 (off by default).
-  EMBER_CUBLAS_CHECK(cublasSetMathMode(h.cublas, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+  EMBER_CUBLAS_CHECK(cublasSetMathMode(h, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                      "cuBLAS math mode");
-  return h.cublas;
+  return h;
 }
 
 cudnnHandle_t cudnn_handle(int device) {
   check_device_index(device);
-  Handles& h = handles()[static_cast<size_t>(device)];
-  std::call_once(h.cudnn_once, [&] {
-    DeviceGuard guard(device);
-    EMBER_CUDNN_CHECK(cudnnCreate(&h.cudnn), "cuDNN initialisation");
-  });
-  EMBER_CUDNN_CHECK(cudnnSetStream(h.cudnn, current_stream(device)), "cuDNN stream");
-  return h.cudnn;
+  const cudnnHandle_t h = cudnn_pool().get(device);
+  EMBER_CUDNN_CHECK(cudnnSetStream(h, current_stream(device)), "cuDNN stream");
+  return h;
 }
 
 Workspace::Workspace(size_t nbytes, int device) : nbytes_(nbytes), device_(device) {

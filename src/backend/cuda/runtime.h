@@ -1,6 +1,6 @@
 #pragma once
 // CUDA plumbing shared by the backend's files: checked calls that become ember::Error naming the
-// op, the current device and stream per thread, the per-device cuBLAS/cuDNN handles and scratch
+// op, the current device and stream per thread, the cuBLAS/cuDNN handles (per device and thread) and scratch
 // memory from the caching allocator. Internal: public headers never include CUDA headers.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -82,7 +82,8 @@ inline constexpr int kStreamsPerPool = 32;
 /// as a different stream.
 cudaStream_t pooled_stream(int device, bool high_priority);
 
-/// The cuBLAS / cuDNN handle for `device`, created on first use and bound to the current
+/// This thread's cuBLAS / cuDNN handle for `device` (handle_pool.h: each thread has its own, so
+/// threads driving one device on their own streams never share one), bound to the current
 /// stream on every call. Call inside a DeviceGuard for that device.
 cublasHandle_t cublas_handle(int device);
 cudnnHandle_t cudnn_handle(int device);
