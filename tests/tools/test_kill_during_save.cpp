@@ -18,6 +18,7 @@
 
 #include "ember/ember.h"
 #include "support/fashion_mnist.h"
+#include "support/small_fashion_mnist.h"
 #include "support/temp_dir.h"
 #include "train/curves.h"
 
@@ -76,8 +77,9 @@ Exit run_ember(const std::vector<std::string>& args, const std::string& fault, c
 
 std::vector<std::string> train_args(const fs::path& out) {
   // 4 steps per epoch, one thread: quick, and the same arithmetic in every run.
-  return {"train",     "--model", "mlp",        "--limit", "256",   "--epochs",  "2",
-          "--threads", "1",       "--progress", "quiet",   "--out", out.string()};
+  return {"train",   "--model",    "mlp",      "--data", ember_test::small_fashion_mnist().string(),
+          "--limit", "256",        "--epochs", "2",      "--threads",
+          "1",       "--progress", "quiet",    "--out",  out.string()};
 }
 
 std::vector<std::string> resume_args(const fs::path& out) {

@@ -17,6 +17,7 @@
 #include "support/error_of.h"
 #include "support/fashion_mnist.h"
 #include "support/inject_fault.h"
+#include "support/small_fashion_mnist.h"
 #include "support/temp_dir.h"
 #include "train/trainer.h"
 
@@ -43,6 +44,7 @@ train::TrainOptions diverging(const fs::path& out) {
   o.limit = 256;
   o.epochs = 1;
   o.progress = train::ProgressStyle::Quiet;
+  o.data = ember_test::small_fashion_mnist().string();
   o.out = out;
   return o;
 }
@@ -121,6 +123,7 @@ TEST(NanPolicy, BothPoliciesGiveTheSameModelWhenAllIsFinite) {
   o.limit = 256;
   o.epochs = 1;
   o.progress = train::ProgressStyle::Quiet;
+  o.data = ember_test::small_fashion_mnist().string();
   std::ostringstream log;
   o.out = a.path();
   train::train(o, log);
@@ -140,6 +143,7 @@ TEST(SaveFailures, AFullDiskMidRunIsReportedAndTheNextSaveCatchesUp) {
   o.limit = 256;
   o.epochs = 2;
   o.progress = train::ProgressStyle::Quiet;
+  o.data = ember_test::small_fashion_mnist().string();
   o.out = dir.path();
   std::ostringstream log;
   {
@@ -161,6 +165,7 @@ TEST(SaveFailures, BestWeightsWhoseSaveFailedAreKeptUntilSaved) {
   o.limit = 256;
   o.epochs = 2;
   o.progress = train::ProgressStyle::Quiet;
+  o.data = ember_test::small_fashion_mnist().string();
   o.out = dir.path();
   std::ostringstream log;
   InjectFault fault("EROFS:model.safetensors#1:open");
@@ -176,6 +181,7 @@ TEST(SaveFailures, TheLastSaveIsRetriedThenReportedAsAnError) {
   o.limit = 128;
   o.epochs = 1;
   o.progress = train::ProgressStyle::Quiet;
+  o.data = ember_test::small_fashion_mnist().string();
   o.save_retry_seconds = 1;
   {
     // The retry succeeds: only the first save of the checkpoint fails.
@@ -219,6 +225,7 @@ train::TrainOptions plain_sgd(const fs::path& out, const std::string& model, dou
   o.limit = 256;  // 4 steps per epoch
   o.epochs = epochs;
   o.progress = train::ProgressStyle::Quiet;
+  o.data = ember_test::small_fashion_mnist().string();
   o.out = out;
   o.device = device;
   return o;

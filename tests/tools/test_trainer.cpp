@@ -13,6 +13,7 @@
 #include "support/devices.h"
 #include "support/error_of.h"
 #include "support/fashion_mnist.h"
+#include "support/small_fashion_mnist.h"
 #include "support/temp_dir.h"
 #include "train/curves.h"
 #include "train/progress.h"
@@ -201,6 +202,7 @@ void expect_resume_equals_unbroken(const std::string& optimizer, double momentum
   if (!optimizer.empty()) o.optimizer = optimizer;
   o.momentum = momentum;
   o.limit = 640;  // 10 steps per epoch
+  o.data = ember_test::small_fashion_mnist().string();
   o.epochs = 2;
   o.progress = train::ProgressStyle::Quiet;
   std::ostringstream log;

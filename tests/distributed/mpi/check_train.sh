@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `ember train` under mpirun, end to end, on a small slice of Fashion-MNIST:
+# `ember train` under mpirun, end to end, on a small slice of Fashion-MNIST (2560 training and
+# 512 test images):
 #  1. 2 ranks with batch 32 each reach the same train loss and test accuracy as 1 process with
 #     batch 64 (data parallelism changes who computes, not what);
 #  2. a 2-rank run stopped mid-epoch resumes alone, then continues with 3 ranks; rank 0 alone
@@ -12,7 +13,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "check_train: $*" >&2; exit 1; }
 run_mpi() { local n=$1; shift; timeout 300 "$mpiexec" -np "$n" --oversubscribe "$ember" "$@"; }
-common=(train --model mlp --optimizer sgd --epochs 1 --limit 2560 --progress quiet)
+# The first 2560 training and 512 test images: every run here loads and evaluates only those.
+data="$work/data"
+"$(dirname "${BASH_SOURCE[0]}")/../../support/small-fashion-mnist.sh" "$data" 2560 512
+common=(train --model mlp --optimizer sgd --epochs 1 --limit 2560 --data "$data" --progress quiet)
 
 run_mpi 2 "${common[@]}" --batch-size 32 --out "$work/two" | tee "$work/two.log"
 "$ember" "${common[@]}" --batch-size 64 --out "$work/one" | tee "$work/one.log"
@@ -51,7 +55,7 @@ grep -q "ranks      3 (mpirun)" "$work/three.log" || fail "the 3-rank resume did
 # ranks 5 s (docs/DISTRIBUTED.md). The banner's last line means every rank is past its set-up;
 # a second later they are training.
 OMPI_MCA_odls_base_sigkill_timeout=5 "$mpiexec" -np 2 --oversubscribe "$ember" train --model mlp --optimizer sgd \
-  --epochs 50 --progress lines --out "$work/ctrl-c" >"$work/ctrl-c.log" 2>&1 &
+  --data "$data" --epochs 1000 --progress lines --out "$work/ctrl-c" >"$work/ctrl-c.log" 2>&1 &
 launcher=$!
 for _ in $(seq 600); do
   grep -q "ranks      2 (mpirun)" "$work/ctrl-c.log" && break
@@ -71,8 +75,8 @@ grep -q "epoch $stopped_in/$stopped_in  train_loss" "$work/ctrl-c-resume.log" ||
 # same step (rank 0 saves and names it), and both skip it under --nan-policy skip. Adam at lr 1e30
 # overflows the weights within a few steps.
 status=0
-run_mpi 2 train --model mlp --optimizer adam --lr 1e30 --epochs 1 --limit 640 --batch-size 32 --progress quiet \
-  --out "$work/nan" >"$work/nan.log" 2>&1 || status=$?
+run_mpi 2 train --model mlp --optimizer adam --lr 1e30 --epochs 1 --limit 640 --batch-size 32 --data "$data" \
+  --progress quiet --out "$work/nan" >"$work/nan.log" 2>&1 || status=$?
 cat "$work/nan.log"
 [[ $status -ne 0 ]] || fail "the diverging 2-rank run exited 0"
 grep -q "of the run): " "$work/nan.log" || fail "the diverging 2-rank run did not name the non-finite step"

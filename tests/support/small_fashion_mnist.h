@@ -1,0 +1,60 @@
+#pragma once
+// The first few hundred images of Fashion-MNIST, as plain IDX files in a scratch folder, for tests
+// that run the trainer to check what it saves and resumes rather than how well it learns. Each
+// run on the full set decompresses 60,000 training images and evaluates 10,000 test images every
+// epoch; on the subset a run costs a fraction of a second, which matters most under the
+// sanitizers, where these tests were CI's slowest.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "ember/data/mnist.h"
+#include "support/fashion_mnist.h"
+#include "support/temp_dir.h"
+
+namespace ember_test {
+
+namespace detail {
+
+// IDX: a magic number naming the element type (0x08, unsigned byte) and the number of
+// dimensions, each dimension as a big-endian 32-bit count, then the bytes.
+inline void write_idx(const std::filesystem::path& path, const ember::Tensor& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  auto put_u32 = [&](uint32_t v) {
+    const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+    out.write(b, 4);
+  };
+  put_u32(0x0800u | static_cast<uint32_t>(bytes.dim()));
+  for (int64_t d = 0; d < bytes.dim(); ++d) put_u32(static_cast<uint32_t>(bytes.size(d)));
+  out.write(static_cast<const char*>(bytes.data_ptr()), static_cast<std::streamsize>(bytes.nbytes()));
+  if (!out) throw std::runtime_error("could not write " + path.string());
+}
+
+}  // namespace detail
+
+inline constexpr int64_t kSmallTrainImages = 640;  // 10 steps of 64
+inline constexpr int64_t kSmallTestImages = 256;
+
+/// A folder holding the first kSmallTrainImages training and kSmallTestImages test images of
+/// Fashion-MNIST (labels alike), made on the first call and removed when the process ends. Call it
+/// only after SKIP_WITHOUT_DATA().
+inline const std::filesystem::path& small_fashion_mnist() {
+  static const TempDir folder("small_fashion_mnist");
+  static const bool written = [] {
+    using ember::data::MNIST;
+    const MNIST train(ember::data::kFashionMnistDir, MNIST::Split::Train, kSmallTrainImages);
+    const MNIST test(ember::data::kFashionMnistDir, MNIST::Split::Test, kSmallTestImages);
+    detail::write_idx(folder / "train-images-idx3-ubyte", train.images().contiguous());
+    detail::write_idx(folder / "train-labels-idx1-ubyte", train.labels().to(ember::kUInt8).contiguous());
+    detail::write_idx(folder / "t10k-images-idx3-ubyte", test.images().contiguous());
+    detail::write_idx(folder / "t10k-labels-idx1-ubyte", test.labels().to(ember::kUInt8).contiguous());
+    return true;
+  }();
+  (void)written;
+  return folder.path();
+}
+
+}  // namespace ember_test
