@@ -6,10 +6,9 @@
 // sanitizers, where these tests were CI's slowest.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <stdexcept>
-#include <string>
+#include <vector>
 
+#include "data/idx_test_files.h"
 #include "ember/data/mnist.h"
 #include "support/fashion_mnist.h"
 #include "support/temp_dir.h"
@@ -18,19 +17,12 @@ namespace ember_test {
 
 namespace detail {
 
-// IDX: a magic number naming the element type (0x08, unsigned byte) and the number of
-// dimensions, each dimension as a big-endian 32-bit count, then the bytes.
+// The tensor's bytes (uint8, contiguous) as an IDX file of its sizes.
 inline void write_idx(const std::filesystem::path& path, const ember::Tensor& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  auto put_u32 = [&](uint32_t v) {
-    const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                       static_cast<char>(v)};
-    out.write(b, 4);
-  };
-  put_u32(0x0800u | static_cast<uint32_t>(bytes.dim()));
-  for (int64_t d = 0; d < bytes.dim(); ++d) put_u32(static_cast<uint32_t>(bytes.size(d)));
-  out.write(static_cast<const char*>(bytes.data_ptr()), static_cast<std::streamsize>(bytes.nbytes()));
-  if (!out) throw std::runtime_error("could not write " + path.string());
+  std::vector<uint32_t> dims;
+  for (int64_t d = 0; d < bytes.dim(); ++d) dims.push_back(static_cast<uint32_t>(bytes.size(d)));
+  const auto* data = static_cast<const uint8_t*>(bytes.data_ptr());
+  write_plain(path.string(), idx_file(dims, Bytes(data, data + bytes.nbytes())));
 }
 
 }  // namespace detail

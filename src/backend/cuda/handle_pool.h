@@ -13,7 +13,7 @@
 // the pools live until the process exits, after which the driver frees them.
 //
 // Host code only, with no CUDA header, so that the bookkeeping is tested on machines without a
-// GPU (tests/backend/cuda/test_handle_pool.cpp) with fake handles.
+// GPU (tests/backend/test_cuda_handle_pool.cpp) with fake handles.
 #include <cstddef>
 #include <functional>
 #include <mutex>

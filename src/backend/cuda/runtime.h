@@ -1,7 +1,8 @@
 #pragma once
 // CUDA plumbing shared by the backend's files: checked calls that become ember::Error naming the
-// op, the current device and stream per thread, the cuBLAS/cuDNN handles (per device and thread) and scratch
-// memory from the caching allocator. Internal: public headers never include CUDA headers.
+// op, the current device and stream per thread, the cuBLAS/cuDNN handles (per device and thread)
+// and scratch memory from the caching allocator. Internal: public headers never include CUDA
+// headers.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
