@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ember/tensor.h"
@@ -19,28 +20,28 @@ struct GradMode {
   static void set_enabled(bool enabled);
 };
 
-/// Turns recording off for its scope (like `with torch.no_grad():`).
-class NoGradGuard {
+/// Sets whether ops record for its scope, then restores what was set (libtorch's AutoGradMode).
+class AutoGradMode {
  public:
-  NoGradGuard() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(false); }
-  ~NoGradGuard() { GradMode::set_enabled(previous_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit AutoGradMode(bool enabled) : previous_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  ~AutoGradMode() { GradMode::set_enabled(previous_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
 
  private:
   bool previous_;
 };
 
-/// Turns recording on for its scope, inside a NoGradGuard (like `torch.enable_grad()`).
-class EnableGradGuard {
+/// Turns recording off for its scope (like `with torch.no_grad():`).
+class NoGradGuard : public AutoGradMode {
  public:
-  EnableGradGuard() : previous_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
-  ~EnableGradGuard() { GradMode::set_enabled(previous_); }
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+  NoGradGuard() : AutoGradMode(false) {}
+};
 
- private:
-  bool previous_;
+/// Turns recording on for its scope, inside a NoGradGuard (like `torch.enable_grad()`).
+class EnableGradGuard : public AutoGradMode {
+ public:
+  EnableGradGuard() : AutoGradMode(true) {}
 };
 
 /// Anomaly detection (like torch.autograd.set_detect_anomaly): while enabled, every backward
@@ -95,7 +96,25 @@ void queue_callback(std::function<void()> callback);
 
 /// Computes the gradients of `outputs` (seeded with `grad_outputs`, or ones for one-element
 /// outputs) with respect to every leaf that requires grad, accumulating into their grad().
+///
+/// `create_graph` records the backward pass itself, so that the gradients it produces can be
+/// differentiated again (Hessian-vector products, gradient penalties); the graph is then kept,
+/// as `retain_graph` defaults to `create_graph`, and grad() of a leaf becomes a recorded tensor
+/// (accumulated out of place). Without it the saved tensors are freed as backward goes, and a
+/// second backward through the same graph is an error unless `retain_graph` is true.
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs = {},
-              bool retain_graph = false);
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
+
+namespace autograd {
+/// The gradients of `outputs` with respect to `inputs` (torch.autograd.grad), returned rather
+/// than accumulated: no tensor's grad() changes and no post-accumulate hook runs. Inputs may be
+/// leaves or intermediate results, and must require grad. Only the part of the graph between
+/// the outputs and the inputs runs. An input the outputs do not depend on is an error unless
+/// `allow_unused`, which returns an undefined tensor for it. `grad_outputs`, `retain_graph` and
+/// `create_graph` are as for ember::backward().
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
+                         bool create_graph = false, bool allow_unused = false);
+}  // namespace autograd
 
 }  // namespace ember

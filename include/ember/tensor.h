@@ -74,7 +74,9 @@ class Tensor {
   /// Replaces the gradient (an undefined tensor clears it, like `p.grad = None`).
   void set_grad(const Tensor& grad);
   /// Back-propagates from this tensor; `gradient` may be omitted for one-element tensors.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /// `retain_graph` defaults to `create_graph`; see ember::backward().
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
   /// The name of the node that produced this tensor ("AddBackward0"), or "" for a leaf.
   std::string grad_fn_name() const;
 

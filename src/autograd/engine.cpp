@@ -21,6 +21,8 @@ std::atomic<uint64_t> g_sequence{0};
 std::atomic<uint64_t> g_hook_ids{1};
 // The callbacks queued during the backward() running on this thread; null outside backward.
 thread_local std::vector<std::function<void()>>* g_final_callbacks = nullptr;
+// The node whose backward function is running on this thread, for SavedTensor::output.
+thread_local const std::shared_ptr<autograd::Node>* g_running_node = nullptr;
 }  // namespace
 
 bool GradMode::is_enabled() { return g_grad_enabled; }
@@ -40,7 +42,24 @@ SavedTensor::SavedTensor(const Tensor& t)
     : tensor_(t.defined() && !t.requires_grad() ? t.detach() : t),
       version_(t.defined() ? t.impl().storage->version() : 0) {}
 
+SavedTensor SavedTensor::output(const Tensor& t) {
+  SavedTensor saved(t);
+  saved.is_output_ = true;
+  return saved;
+}
+
 Tensor SavedTensor::get() const {
+  if (is_output_ && GradMode::is_enabled() && g_running_node != nullptr) {
+    // create_graph: the output again, as a tensor produced by the node now running.
+    Tensor attached = checked().detach();
+    attached.impl().autograd = std::make_shared<AutogradMeta>();
+    attached.impl().autograd->grad_fn = *g_running_node;
+    return attached;
+  }
+  return checked();
+}
+
+Tensor SavedTensor::checked() const {
   if (tensor_.defined() && tensor_.impl().storage->version() != version_) {
     std::string sizes;
     for (int64_t i = 0; i < tensor_.dim(); ++i) sizes += (i ? ", " : "") + std::to_string(tensor_.size(i));
@@ -96,7 +115,7 @@ void record(Tensor& output, const char* name, std::span<const Tensor* const> inp
   node->inputs.reserve(inputs.size());
   for (const Tensor* t : inputs) {
     node->next.push_back({gradient_node(*t)});
-    node->inputs.push_back(t->defined() ? InputMeta{Dims(t->sizes()), t->dtype()} : InputMeta{});
+    node->inputs.push_back(t->defined() ? InputMeta{Dims(t->sizes()), t->dtype(), t->device()} : InputMeta{});
   }
   detail::TensorImpl& impl = output.impl();
   if (!impl.autograd) impl.autograd = std::make_shared<AutogradMeta>();
@@ -127,6 +146,9 @@ void accumulate_into_leaf(const Node& node, Tensor grad) {
     const bool unique = grad.impl_ptr().use_count() == 1 && grad.impl().storage.use_count() == 1 &&
                         grad.is_contiguous() && same_dims(grad.sizes(), leaf.sizes());
     meta.grad = unique ? grad : grad.expand(leaf.sizes()).clone();
+  } else if (GradMode::is_enabled()) {
+    // create_graph: out of place, so that the graph of the gradient accumulated before stays valid.
+    meta.grad = meta.grad + grad;
   } else {
     meta.grad.add_(grad);
   }
@@ -150,12 +172,61 @@ void check_for_nan(const Node& node, const std::vector<Tensor>& input_grads) {
   }
 }
 
-}  // namespace
+// What a backward pass is asked for: accumulate into every reachable leaf (backward()), or
+// return the gradients of some tensors (grad()), running only the nodes that lead to them.
+struct Targets {
+  std::vector<Node*> nodes;  // one per requested tensor, in order; empty for backward()
+  bool empty() const { return nodes.empty(); }
+};
 
-void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs, bool retain_graph) {
+// The nodes a pass runs and the edges each waits for. backward() runs every node reachable
+// from the roots; grad() only those on a path to a target.
+struct GraphTask {
+  bool all = true;
+  std::unordered_set<Node*> needed;             // when !all
+  std::unordered_map<Node*, int> dependencies;  // edges into the node from nodes that run
+
+  bool needs(Node* n) const { return all || needed.contains(n); }
+
+  GraphTask(const std::vector<std::shared_ptr<Node>>& roots, const Targets& targets) : all(targets.empty()) {
+    const std::unordered_set<Node*> is_target(targets.nodes.begin(), targets.nodes.end());
+    // Depth-first, children before parents, so that a node is known to be needed once any of
+    // its children is.
+    std::unordered_set<Node*> seen;
+    std::vector<std::pair<Node*, size_t>> stack;  // a node, and its next edge to visit
+    for (const auto& r : roots) {
+      if (seen.insert(r.get()).second) stack.emplace_back(r.get(), 0);
+      while (!stack.empty()) {
+        Node* node = stack.back().first;
+        size_t& edge = stack.back().second;
+        if (edge < node->next.size()) {
+          Node* child = node->next[edge++].node.get();
+          if (child && seen.insert(child).second) stack.emplace_back(child, 0);  // invalidates `edge`
+          continue;
+        }
+        stack.pop_back();
+        if (all) continue;
+        bool need = is_target.contains(node);
+        for (const Edge& e : node->next) need = need || (e.node && needed.contains(e.node.get()));
+        if (need) needed.insert(node);
+      }
+    }
+    for (Node* n : seen) {
+      if (!needs(n)) continue;
+      for (const Edge& e : n->next) {
+        if (e.node && needs(e.node.get())) ++dependencies[e.node.get()];
+      }
+    }
+  }
+};
+
+// The one backward pass behind backward() and grad(). `captured`, for grad(), receives each
+// target's gradient (undefined when none reached it).
+void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs, bool keep_graph,
+                  bool create_graph, const Targets& targets, std::vector<Tensor>* captured) {
   EMBER_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ", grad_outputs.size(),
               " gradients for ", outputs.size(), " outputs");
-  NoGradGuard no_grad;
+  AutoGradMode grad_mode(create_graph);  // on exactly when the pass records itself
   std::vector<std::function<void()>> final_callbacks;
   struct CallbacksScope {
     std::vector<std::function<void()>>* previous;
@@ -185,29 +256,17 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     roots.push_back(std::move(node));
   }
 
-  // Count, for every reachable node, the edges that lead into it.
-  std::unordered_map<Node*, int> dependencies;
-  std::unordered_set<Node*> seen;
-  std::vector<Node*> stack;
-  for (const auto& r : roots) {
-    if (seen.insert(r.get()).second) stack.push_back(r.get());
-  }
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const Edge& e : n->next) {
-      if (!e.node) continue;
-      ++dependencies[e.node.get()];
-      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
-    }
-  }
-
+  GraphTask task(roots, targets);
+  std::unordered_map<Node*, Tensor> target_grads;
   auto later_first = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
   std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
   std::unordered_set<Node*> queued;
   for (const auto& r : roots) {
-    if (dependencies[r.get()] == 0 && queued.insert(r.get()).second) ready.push(r.get());
+    if (task.needs(r.get()) && task.dependencies[r.get()] == 0 && queued.insert(r.get()).second) {
+      ready.push(r.get());
+    }
   }
+  const std::unordered_set<Node*> is_target(targets.nodes.begin(), targets.nodes.end());
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
@@ -216,8 +275,15 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
       grad = std::move(it->second);
       buffers.erase(it);
     }
+    if (is_target.contains(node)) target_grads[node] = grad;
+    // grad() never accumulates, and runs a node only when a target lies beyond it.
+    bool runs = grad.defined() && (targets.empty() || !node->accumulates);
+    if (runs && !targets.empty()) {
+      runs = std::any_of(node->next.begin(), node->next.end(),
+                         [&](const Edge& e) { return e.node && task.needs(e.node.get()); });
+    }
     std::vector<Tensor> input_grads;
-    if (grad.defined()) {
+    if (runs) {
       if (node->accumulates) {
         accumulate_into_leaf(*node, std::move(grad));
       } else {
@@ -225,27 +291,41 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
                     "Trying to backward through the graph a second time (or directly access saved tensors after they "
                     "have already been freed). Saved intermediate values of the graph are freed when you call "
                     ".backward(). Specify retain_graph=true if you need to backward through the graph a second time.");
+        std::shared_ptr<Node> self = node->shared_from_this();
+        struct RunningScope {
+          const std::shared_ptr<Node>* previous;
+          explicit RunningScope(const std::shared_ptr<Node>* mine) : previous(g_running_node) { g_running_node = mine; }
+          ~RunningScope() { g_running_node = previous; }
+        } running(&self);
         input_grads = node->backward(grad);
         EMBER_CHECK(input_grads.size() == node->next.size(), "[autograd] ", node->name, " returned ",
                     input_grads.size(), " gradients for ", node->next.size(), " inputs");
         if (AnomalyMode::is_enabled()) check_for_nan(*node, input_grads);
       }
     }
-    if (!retain_graph && !node->accumulates) {
+    if (!keep_graph && !node->accumulates && (runs || targets.empty())) {
       node->backward = nullptr;
       node->released = true;
     }
     for (size_t i = 0; i < node->next.size(); ++i) {
       Node* next = node->next[i].node.get();
-      if (!next) continue;
+      if (!next || !task.needs(next)) continue;
       if (i < input_grads.size() && input_grads[i].defined()) {
         const InputMeta& meta = node->inputs[i];
         Tensor g = sum_to(input_grads[i], meta.sizes);
+        if (g.device() != meta.device) {
+          // Only a 0-dim CPU operand of a GPU op gets a gradient from another device; anything
+          // else is a backward formula that made its result on the wrong device.
+          EMBER_CHECK(meta.device.is_cpu() && meta.sizes.empty(), "Function ", node->name,
+                      " returned an invalid gradient at index ", i, " - expected device ", meta.device, " but got ",
+                      g.device());
+          g = g.to(meta.device);
+        }
         if (g.dtype() != meta.dtype) g = g.to(meta.dtype);
         Tensor& slot = buffers[next];
         slot = slot.defined() ? slot + g : g;
       }
-      if (--dependencies[next] == 0) ready.push(next);
+      if (--task.dependencies[next] == 0) ready.push(next);
     }
   }
   // Callbacks may queue further callbacks; those run too.
@@ -253,7 +333,16 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     auto callback = std::move(final_callbacks[i]);
     callback();
   }
+  if (captured) {
+    captured->clear();
+    for (Node* n : targets.nodes) {
+      auto it = target_grads.find(n);
+      captured->push_back(it == target_grads.end() ? Tensor() : it->second);
+    }
+  }
 }
+
+}  // namespace
 
 void queue_callback(std::function<void()> callback) {
   EMBER_CHECK(g_final_callbacks != nullptr,
@@ -264,8 +353,32 @@ void queue_callback(std::function<void()> callback) {
 
 }  // namespace autograd
 
-void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs, bool retain_graph) {
-  autograd::run_backward(outputs, grad_outputs, retain_graph);
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+              std::optional<bool> retain_graph, bool create_graph) {
+  autograd::run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, {}, nullptr);
+}
+
+std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                                   bool create_graph, bool allow_unused) {
+  EMBER_CHECK(!inputs.empty(), "grad requires one or more inputs");
+  Targets targets;
+  std::vector<std::shared_ptr<Node>> keep_alive;  // a leaf's accumulator lives only while referenced
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    detail::check_defined(inputs[i], "grad");
+    EMBER_CHECK(inputs[i].requires_grad(), "One of the differentiated Tensors does not require grad (input ", i, ")");
+    keep_alive.push_back(gradient_node(inputs[i]));
+    targets.nodes.push_back(keep_alive.back().get());
+  }
+  std::vector<Tensor> grads;
+  run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, targets, &grads);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    EMBER_CHECK(grads[i].defined() || allow_unused,
+                "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "
+                "if this is the desired behavior. (input ",
+                i, ")");
+  }
+  return grads;
 }
 
 // ---- Tensor's autograd methods ----
@@ -308,8 +421,8 @@ void Tensor::set_grad(const Tensor& grad) {
   impl().autograd->grad = grad;
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::run_backward({*this}, {gradient}, retain_graph);
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
+  ember::backward({*this}, {gradient}, retain_graph, create_graph);
 }
 
 void HookHandle::remove() {

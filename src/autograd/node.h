@@ -32,6 +32,7 @@ struct Edge {
 struct InputMeta {
   Dims sizes;
   Dtype dtype = kFloat32;
+  Device device;  // differs from the op's only for a 0-dim CPU operand of a GPU op
 };
 
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
@@ -84,7 +85,7 @@ class InlineVector {
   bool spilled_ = false;
 };
 
-struct Node {
+struct Node : std::enable_shared_from_this<Node> {
   const char* name = "";       // "MulBackward0", as PyTorch names it; "AccumulateGrad" for leaves
   InlineVector<Edge, 2> next;  // one per input, in order
   InlineVector<InputMeta, 2> inputs;
@@ -101,11 +102,19 @@ class SavedTensor {
  public:
   SavedTensor() = default;
   explicit SavedTensor(const Tensor& t);
+  /// The op's own result, saved before record() gives it its node. It is kept detached (keeping
+  /// it whole would make a cycle: output -> node -> closure -> output); when a backward pass with
+  /// create_graph reads it, get() reattaches it to the node that is running, so that the
+  /// gradient formulas reading it (exp, tanh, softmax, ...) differentiate through it.
+  static SavedTensor output(const Tensor& t);
   Tensor get() const;
 
  private:
+  Tensor checked() const;  // tensor_, after the in-place check
+
   Tensor tensor_;
   uint32_t version_ = 0;
+  bool is_output_ = false;
 };
 
 /// True when grad mode is on and any input requires grad.

@@ -224,11 +224,22 @@ Tensor with_grad(Tensor out, const Tensor& self, const char* name, std::function
   return out;
 }
 
-// The gradient of a view that picked part of self: zeros with the picked part filled in.
-std::function<Tensor(const Tensor&)> embed_into(Dims sizes, std::function<Tensor(Tensor&)> pick) {
-  return [sizes = std::move(sizes), pick = std::move(pick)](const Tensor& g) {
-    Tensor full = zeros(sizes, g.dtype());
-    pick(full).copy_(g);
+// The gradient of a view that picked part of self: zeros with the picked part filled in. When
+// the backward pass records itself (create_graph), that is an op too, named `name`, whose own
+// gradient picks the same part again.
+std::function<Tensor(const Tensor&)> embed_into(Dims sizes, const char* name, std::function<Tensor(Tensor&)> pick) {
+  return [sizes = std::move(sizes), name, pick = std::move(pick)](const Tensor& g) {
+    Tensor full = zeros(sizes, TensorOptions(g.dtype()).device(g.device()));
+    {
+      NoGradGuard no_grad;
+      pick(full).copy_(g);
+    }
+    if (autograd::needs_grad({&g})) {
+      autograd::record(full, name, {&g}, [pick](const Tensor& gg) {
+        Tensor whole = gg;
+        return std::vector<Tensor>{pick(whole)};
+      });
+    }
     return full;
   };
 }
@@ -317,8 +328,9 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   int64_t offset = storage_offset() + index * strides[d];
   sizes.erase(d);
   strides.erase(d);
-  return with_grad(make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SelectBackward0",
-                   embed_into(impl().sizes, [d, index](Tensor& full) { return full.select(d, index); }));
+  return with_grad(
+      make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SelectBackward0",
+      embed_into(impl().sizes, "SelectBackwardBackward0", [d, index](Tensor& full) { return full.select(d, index); }));
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<int64_t> end_opt, int64_t step) const {
@@ -335,9 +347,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   int64_t offset = storage_offset() + start * strides[d];
   sizes[d] = (end - start + step - 1) / step;
   strides[d] *= step;
-  return with_grad(
-      make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SliceBackward0",
-      embed_into(impl().sizes, [d, start, end, step](Tensor& full) { return full.slice(d, start, end, step); }));
+  return with_grad(make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SliceBackward0",
+                   embed_into(impl().sizes, "SliceBackwardBackward0",
+                              [d, start, end, step](Tensor& full) { return full.slice(d, start, end, step); }));
 }
 
 Tensor Tensor::squeeze() const {

@@ -108,37 +108,44 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   if (autograd::needs_grad({&input, &weight, &bias})) {
     const bool need_input = input.requires_grad(), need_weight = weight.defined() && weight.requires_grad(),
                need_bias = bias.defined() && bias.requires_grad();
-    autograd::record(
-        out, "NativeBatchNormBackward0", {&input, &weight, &bias},
-        [training, count, compute, dims, bshape, need_input, need_weight, need_bias, mean, invstd,
-         saved_input = autograd::SavedTensor(input), saved_weight = autograd::SavedTensor(weight)](const Tensor& grad) {
-          const Tensor g = grad.to(compute);
-          const Tensor x = saved_input.get().to(compute);
-          const Tensor w = saved_weight.get();
-          std::vector<Tensor> grads(3);
-          Tensor sum_g, sum_g_xhat, xhat;
-          if (need_bias || (training && need_input)) sum_g = g.sum(dims);
-          if (need_weight || (training && need_input)) {
-            xhat = (x - mean.view(bshape)) * invstd.view(bshape);
-            sum_g_xhat = (g * xhat).sum(dims);
-          }
-          if (need_input) {
-            const Tensor scale = w.defined() ? invstd * w.to(compute) : invstd;
-            if (training) {
-              // d/dx of w*(x-mean)/std with mean and std from this batch:
-              // w/std * (g - mean(g) - xhat * mean(g*xhat)).
-              const double inv_count = 1.0 / static_cast<double>(count);
-              const Tensor centred =
-                  g - (sum_g * inv_count).view(bshape) - xhat * (sum_g_xhat * inv_count).view(bshape);
-              grads[0] = centred * scale.view(bshape);
-            } else {
-              grads[0] = g * scale.view(bshape);
-            }
-          }
-          if (need_weight) grads[1] = sum_g_xhat;
-          if (need_bias) grads[2] = sum_g;
-          return grads;
-        });
+    autograd::record(out, "NativeBatchNormBackward0", {&input, &weight, &bias},
+                     [training, count, compute, dims, bshape, need_input, need_weight, need_bias, eps,
+                      saved_mean = mean, saved_invstd = invstd, saved_input = autograd::SavedTensor(input),
+                      saved_weight = autograd::SavedTensor(weight)](const Tensor& grad) {
+                       const Tensor g = grad.to(compute);
+                       const Tensor x = saved_input.get().to(compute);
+                       const Tensor w = saved_weight.get();
+                       Tensor batch_mean = saved_mean, batch_invstd = saved_invstd;
+                       if (training && GradMode::is_enabled()) {
+                         // A backward pass that records itself (create_graph): the batch statistics again, as
+                         // functions of x, so that the formula below is one of x and differentiates again.
+                         batch_mean = x.mean(dims);
+                         batch_invstd = rsqrt(x.var(dims, /*correction=*/0) + eps);
+                       }
+                       std::vector<Tensor> grads(3);
+                       Tensor sum_g, sum_g_xhat, xhat;
+                       if (need_bias || (training && need_input)) sum_g = g.sum(dims);
+                       if (need_weight || (training && need_input)) {
+                         xhat = (x - batch_mean.view(bshape)) * batch_invstd.view(bshape);
+                         sum_g_xhat = (g * xhat).sum(dims);
+                       }
+                       if (need_input) {
+                         const Tensor scale = w.defined() ? batch_invstd * w.to(compute) : batch_invstd;
+                         if (training) {
+                           // d/dx of w*(x-mean)/std with mean and std from this batch:
+                           // w/std * (g - mean(g) - xhat * mean(g*xhat)).
+                           const double inv_count = 1.0 / static_cast<double>(count);
+                           const Tensor centred =
+                               g - (sum_g * inv_count).view(bshape) - xhat * (sum_g_xhat * inv_count).view(bshape);
+                           grads[0] = centred * scale.view(bshape);
+                         } else {
+                           grads[0] = g * scale.view(bshape);
+                         }
+                       }
+                       if (need_weight) grads[1] = sum_g_xhat;
+                       if (need_bias) grads[2] = sum_g;
+                       return grads;
+                     });
   }
   return out;
 }

@@ -104,6 +104,49 @@ TensorView shape_only(const Dims& sizes, Dtype dtype) {
   return v;
 }
 
+Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args);
+Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Dims& w_sizes, const Conv2dArgs& args);
+
+// conv2d's gradients for the input and the weight as ops of their own, for a backward pass that
+// records itself (create_graph). Both are bilinear, so their gradients are conv2d and each
+// other: for gx = input_grad(g, w), d<gg, gx>/dg = conv2d(gg, w) and d/dw = weight_grad(gg, g);
+// for gw = weight_grad(x, g), d<gg, gw>/dx = input_grad(g, gg) and d/dg = conv2d(x, gg).
+Tensor conv_input_grad(const Tensor& g, const Tensor& w, const Dims& x_sizes, const Conv2dArgs& args) {
+  const Tensor gc = g.contiguous(), wc = w.contiguous();
+  Tensor gx = ember::detail::make_tensor(x_sizes, g.dtype(), g.device());
+  backend_for(g.device())
+      .conv2d_backward(view_of(gc), shape_only(x_sizes, g.dtype()), view_of(wc), args, view_of(gx), TensorView{},
+                       TensorView{});
+  if (autograd::needs_grad({&g, &w})) {
+    autograd::record(
+        gx, "ConvolutionBackwardBackward0", {&g, &w},
+        [args, saved_g = autograd::SavedTensor(g), saved_w = autograd::SavedTensor(w),
+         w_sizes = Dims(w.sizes())](const Tensor& gg) {
+          const Tensor g0 = saved_g.get(), w0 = saved_w.get();
+          return std::vector<Tensor>{conv2d_batched(gg, w0, Tensor(), args), conv_weight_grad(gg, g0, w_sizes, args)};
+        });
+  }
+  return gx;
+}
+
+Tensor conv_weight_grad(const Tensor& x, const Tensor& g, const Dims& w_sizes, const Conv2dArgs& args) {
+  const Tensor xc = x.contiguous(), gc = g.contiguous();
+  Tensor gw = ember::detail::make_tensor(w_sizes, g.dtype(), g.device());
+  backend_for(g.device())
+      .conv2d_backward(view_of(gc), view_of(xc), shape_only(w_sizes, g.dtype()), args, TensorView{}, view_of(gw),
+                       TensorView{});
+  if (autograd::needs_grad({&x, &g})) {
+    autograd::record(
+        gw, "ConvolutionBackwardBackward0", {&x, &g},
+        [args, saved_x = autograd::SavedTensor(x), saved_g = autograd::SavedTensor(g),
+         x_sizes = Dims(x.sizes())](const Tensor& gg) {
+          const Tensor x0 = saved_x.get(), g0 = saved_g.get();
+          return std::vector<Tensor>{conv_input_grad(g0, gg, x_sizes, args), conv2d_batched(x0, gg, Tensor(), args)};
+        });
+  }
+  return gw;
+}
+
 Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args) {
   const std::array<int64_t, 4> out_sizes = check_and_size(input, weight, bias, args);
   Tensor x = input.contiguous();
@@ -120,21 +163,26 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
     // Only what the wanted gradients read is kept: x for the weight's, w for the input's. The
     // backend reads an operand's data only for the gradient that needs it, so the other is
     // passed by its sizes alone.
-    autograd::record(out, "ConvolutionBackward0", {&input, &weight, &bias},
-                     [args, want_x, want_w, want_b, saved_x = autograd::SavedTensor(want_w ? x : Tensor()),
-                      saved_w = autograd::SavedTensor(want_x ? w : Tensor()), x_sizes = Dims(x.sizes()),
-                      w_sizes = Dims(w.sizes()), dtype = x.dtype(), device = x.device()](const Tensor& grad) {
-                       Tensor g = grad.contiguous();
-                       const TensorView xv = want_w ? view_of(saved_x.get()) : shape_only(x_sizes, dtype);
-                       const TensorView wv = want_x ? view_of(saved_w.get()) : shape_only(w_sizes, dtype);
-                       Tensor gx = want_x ? ember::detail::make_tensor(x_sizes, dtype, device) : Tensor();
-                       Tensor gw = want_w ? ember::detail::make_tensor(w_sizes, dtype, device) : Tensor();
-                       Tensor gb = want_b ? ember::detail::make_tensor({w_sizes[0]}, dtype, device) : Tensor();
-                       backend_for(device).conv2d_backward(
-                           view_of(g), xv, wv, args, want_x ? view_of(gx) : TensorView{},
-                           want_w ? view_of(gw) : TensorView{}, want_b ? view_of(gb) : TensorView{});
-                       return std::vector<Tensor>{gx, gw, gb};
-                     });
+    autograd::record(
+        out, "ConvolutionBackward0", {&input, &weight, &bias},
+        [args, want_x, want_w, want_b, saved_x = autograd::SavedTensor(want_w ? x : Tensor()),
+         saved_w = autograd::SavedTensor(want_x ? w : Tensor()), x_sizes = Dims(x.sizes()), w_sizes = Dims(w.sizes()),
+         dtype = x.dtype(), device = x.device()](const Tensor& grad) {
+          if (GradMode::is_enabled()) {
+            return std::vector<Tensor>{want_x ? conv_input_grad(grad, saved_w.get(), x_sizes, args) : Tensor(),
+                                       want_w ? conv_weight_grad(saved_x.get(), grad, w_sizes, args) : Tensor(),
+                                       want_b ? grad.sum(std::vector<int64_t>{0, 2, 3}) : Tensor()};
+          }
+          Tensor g = grad.contiguous();
+          const TensorView xv = want_w ? view_of(saved_x.get()) : shape_only(x_sizes, dtype);
+          const TensorView wv = want_x ? view_of(saved_w.get()) : shape_only(w_sizes, dtype);
+          Tensor gx = want_x ? ember::detail::make_tensor(x_sizes, dtype, device) : Tensor();
+          Tensor gw = want_w ? ember::detail::make_tensor(w_sizes, dtype, device) : Tensor();
+          Tensor gb = want_b ? ember::detail::make_tensor({w_sizes[0]}, dtype, device) : Tensor();
+          backend_for(device).conv2d_backward(view_of(g), xv, wv, args, want_x ? view_of(gx) : TensorView{},
+                                              want_w ? view_of(gw) : TensorView{}, want_b ? view_of(gb) : TensorView{});
+          return std::vector<Tensor>{gx, gw, gb};
+        });
   }
   return out;
 }

@@ -69,11 +69,35 @@ void check_floating(const Tensor& input, const char* op) {
   EMBER_CHECK(input.is_floating_point(), "\"", op, "\" not implemented for '", scalar_type_name(input.dtype()), "'");
 }
 
+std::pair<Tensor, Tensor> run_pool(const Tensor& input, const Pool2dArgs& args, int64_t out_h, int64_t out_w,
+                                   const char* grad_name, bool want_indices = false);
+
+// Records pooling's backward (gx from the output gradient g4, both 4-D), for a backward pass
+// that records itself (create_graph). It is linear in g4, and its own gradient is the pooling
+// of the incoming gradient: max pooling picks it at the saved indices, average pooling averages
+// it over the same windows.
+void record_pool_backward(Tensor& gx, const Tensor& g4, const Tensor& indices, const Pool2dArgs& args, int64_t out_h,
+                          int64_t out_w) {
+  const bool adaptive = args.kind == PoolKind::AdaptiveAvg;
+  const char* name = args.kind == PoolKind::Max ? "MaxPool2DWithIndicesBackwardBackward0"
+                     : adaptive                 ? "AdaptiveAvgPool2DBackwardBackward0"
+                                                : "AvgPool2DBackwardBackward0";
+  autograd::record(gx, name, {&g4}, [args, indices, out_h, out_w, adaptive](const Tensor& gg) {
+    const int64_t n = gg.size(0), c = gg.size(1);
+    if (args.kind != PoolKind::Max) {
+      const char* pool_grad = adaptive ? "AdaptiveAvgPool2DBackward0" : "AvgPool2DBackward0";
+      return std::vector<Tensor>{run_pool(gg, args, out_h, out_w, pool_grad).first};
+    }
+    const Tensor picked = gg.reshape({n, c, gg.size(2) * gg.size(3)}).gather(2, indices.reshape({n, c, out_h * out_w}));
+    return std::vector<Tensor>{picked.reshape({n, c, out_h, out_w})};
+  });
+}
+
 // Runs the backend on a 4-D contiguous copy of `input` and records `grad_name` when needed.
 // want_indices: max pooling returns its indices to the caller; otherwise they are made only
 // when the backward pass will need them (an evaluation pass skips a write of 8 bytes per output).
 std::pair<Tensor, Tensor> run_pool(const Tensor& input, const Pool2dArgs& args, int64_t out_h, int64_t out_w,
-                                   const char* grad_name, bool want_indices = false) {
+                                   const char* grad_name, bool want_indices) {
   const bool records = autograd::needs_grad({&input});
   const bool batched = input.dim() == 4;
   const Tensor x4 = (batched ? input : input.unsqueeze(0)).contiguous();
@@ -99,6 +123,7 @@ std::pair<Tensor, Tensor> run_pool(const Tensor& input, const Pool2dArgs& args, 
           Tensor gx = detail::make_tensor(in4, dtype, device);
           backend_for(device).pool2d_backward(view_of(g4), idx.defined() ? view_of(idx) : TensorView{}, view_of(gx),
                                               args);
+          if (autograd::needs_grad({&g4})) record_pool_backward(gx, g4, idx, args, out_h, out_w);
           return std::vector<Tensor>{gx.view(in_sizes)};
         });
   }

@@ -28,7 +28,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   Tensor result = dim == last ? out : out.transpose(dim, last);
   if (autograd::needs_grad({&x})) {
     autograd::record(result, log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&x},
-                     [dim, log, so = autograd::SavedTensor(result)](const Tensor& g) {
+                     [dim, log, so = autograd::SavedTensor::output(result)](const Tensor& g) {
                        Tensor y = so.get();
                        const int64_t dims[1] = {dim};
                        if (log) return std::vector<Tensor>{g - exp(y) * sum(g, dims, true)};

@@ -27,6 +27,8 @@ Dtype arith_dtype(BinaryOp op, Dtype promoted) {
 
 using autograd::SavedTensor;
 
+Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted);
+
 // Backward formulas of the arithmetic binary ops. Gradients come back in the output's shape and
 // dtype; autograd::record sums them down to each input's shape and casts them to its dtype.
 void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
@@ -73,12 +75,17 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
                          return std::vector<Tensor>{ga, gb};
                        });
       return;
+    case BinaryOp::ThresholdBackward:
+      // ReLU's backward, recorded when a backward pass records itself (create_graph): linear in
+      // the gradient a, and flat in the mask b.
+      autograd::record(out, "ThresholdBackwardBackward0", {&a, &b}, [sb = SavedTensor(b)](const Tensor& g) {
+        return std::vector<Tensor>{binary_impl(BinaryOp::ThresholdBackward, g, sb.get(), g.dtype()), Tensor()};
+      });
+      return;
     default:
       return;  // comparisons and logical ops are not differentiable
   }
 }
-
-Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted);
 
 void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
   // The backward formula is stored as is (no std::function inside the node's std::function);
@@ -98,16 +105,16 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       });
       return;
     case UnaryOp::Exp:
-      rec("ExpBackward0", [sout = SavedTensor(out)](const Tensor& g) { return g * sout.get(); });
+      rec("ExpBackward0", [sout = SavedTensor::output(out)](const Tensor& g) { return g * sout.get(); });
       return;
     case UnaryOp::Log:
       rec("LogBackward0", [sx = SavedTensor(x)](const Tensor& g) { return g / sx.get(); });
       return;
     case UnaryOp::Sqrt:
-      rec("SqrtBackward0", [sout = SavedTensor(out)](const Tensor& g) { return g / (2 * sout.get()); });
+      rec("SqrtBackward0", [sout = SavedTensor::output(out)](const Tensor& g) { return g / (2 * sout.get()); });
       return;
     case UnaryOp::Rsqrt:
-      rec("RsqrtBackward0", [sout = SavedTensor(out)](const Tensor& g) {
+      rec("RsqrtBackward0", [sout = SavedTensor::output(out)](const Tensor& g) {
         Tensor r = sout.get();
         return -0.5 * g * r * r * r;
       });
@@ -119,7 +126,7 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       rec("CosBackward0", [sx = SavedTensor(x)](const Tensor& g) { return -g * sin(sx.get()); });
       return;
     case UnaryOp::Tanh:
-      rec("TanhBackward0", [sout = SavedTensor(out)](const Tensor& g) {
+      rec("TanhBackward0", [sout = SavedTensor::output(out)](const Tensor& g) {
         Tensor t = sout.get();
         return g * (1 - t * t);
       });
@@ -131,7 +138,7 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       });
       return;
     case UnaryOp::Sigmoid:
-      rec("SigmoidBackward0", [sout = SavedTensor(out)](const Tensor& g) {
+      rec("SigmoidBackward0", [sout = SavedTensor::output(out)](const Tensor& g) {
         Tensor s = sout.get();
         return g * s * (1 - s);
       });
@@ -185,8 +192,8 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted
         "`logical_xor()` operator instead.");
   }
   Tensor out = make_tensor(sizes, compare ? kBool : compute, device);
-  backend_for(device).binary(op, view_of(prepare_operand(a, compute, sizes)),
-                             view_of(prepare_operand(b, compute, sizes)), view_of(out));
+  backend_for(device).binary(op, view_of(prepare_operand(a, compute, sizes, device)),
+                             view_of(prepare_operand(b, compute, sizes, device)), view_of(out));
   if (!compare && autograd::needs_grad({&a, &b})) record_binary(op, out, a, b);
   return out;
 }
@@ -223,8 +230,8 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
               "For integral input tensors, argument alpha must not be a floating point number.");
   const Dims sizes = broadcast_shapes(a.sizes(), b.sizes());
   Tensor out = make_tensor(sizes, dtype, device);
-  backend_for(device).add_scaled(view_of(prepare_operand(a, dtype, sizes)), view_of(prepare_operand(b, dtype, sizes)),
-                                 alpha, view_of(out));
+  backend_for(device).add_scaled(view_of(prepare_operand(a, dtype, sizes, device)),
+                                 view_of(prepare_operand(b, dtype, sizes, device)), alpha, view_of(out));
   if (autograd::needs_grad({&a, &b})) {
     autograd::record(out, alpha.to_double() < 0 ? "SubBackward0" : "AddBackward0", {&a, &b}, [alpha](const Tensor& g) {
       return std::vector<Tensor>{g, g * alpha};
@@ -289,7 +296,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
       op == UnaryOp::LogicalNot || op == UnaryOp::IsFinite || op == UnaryOp::IsNan || op == UnaryOp::IsInf;
   const Dtype out_dtype = predicate ? kBool : compute;
   Tensor out = make_tensor(x.sizes(), out_dtype, x.device());
-  backend_for(x.device()).unary(op, view_of(prepare_operand(x, compute, x.sizes())), view_of(out));
+  backend_for(x.device()).unary(op, view_of(prepare_operand(x, compute, x.sizes(), x.device())), view_of(out));
   if (autograd::needs_grad({&x})) record_unary(op, out, x);
   return out;
 }
@@ -362,8 +369,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Dtype dtype = result_type(a, b);
   const Dims sizes = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes()), b.sizes());
   Tensor out = make_tensor(sizes, dtype, device);
-  backend_for(device).where(view_of(prepare_operand(cond, kBool, sizes)), view_of(prepare_operand(a, dtype, sizes)),
-                            view_of(prepare_operand(b, dtype, sizes)), view_of(out));
+  backend_for(device).where(view_of(prepare_operand(cond, kBool, sizes, device)),
+                            view_of(prepare_operand(a, dtype, sizes, device)),
+                            view_of(prepare_operand(b, dtype, sizes, device)), view_of(out));
   if (autograd::needs_grad({&a, &b})) {
     autograd::record(out, "WhereBackward0", {&cond, &a, &b}, [sc = autograd::SavedTensor(cond)](const Tensor& g) {
       Tensor c = sc.get(), z = zeros_like(g);
@@ -384,8 +392,8 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   const Dtype dtype = state.result();
   Tensor out = make_tensor(x.sizes(), dtype, x.device());
   backend_for(x.device())
-      .clamp(view_of(prepare_operand(x, dtype, x.sizes())), min.value_or(0), max.value_or(0), min.has_value(),
-             max.has_value(), view_of(out));
+      .clamp(view_of(prepare_operand(x, dtype, x.sizes(), x.device())), min.value_or(0), max.value_or(0),
+             min.has_value(), max.has_value(), view_of(out));
   if (autograd::needs_grad({&x})) {
     // The gradient passes where min <= x <= max.
     autograd::record(out, "ClampBackward1", {&x}, [sx = autograd::SavedTensor(x), min, max](const Tensor& g) {

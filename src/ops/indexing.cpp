@@ -132,7 +132,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
       Dims shape(in_sizes.size(), 1);
       shape[dim] = idx.numel();
       Tensor expanded = idx.view(shape).expand(g.sizes()).contiguous();
-      return std::vector<Tensor>{zeros(in_sizes, g.dtype()).scatter_add(dim, expanded, g)};
+      return std::vector<Tensor>{
+          zeros(in_sizes, TensorOptions(g.dtype()).device(g.device())).scatter_add(dim, expanded, g)};
     });
   }
   return out;
@@ -158,7 +159,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   backend_for(x.device()).gather(view_of(as1d(x)), dim, view_of(as1d(index)), view_of(as1d(out)));
   if (autograd::needs_grad({&x})) {
     autograd::record(out, "GatherBackward0", {&x}, [dim, index, in_sizes = Dims(x.sizes())](const Tensor& g) {
-      return std::vector<Tensor>{zeros(in_sizes, g.dtype()).scatter_add(dim, index, g)};
+      return std::vector<Tensor>{
+          zeros(in_sizes, TensorOptions(g.dtype()).device(g.device())).scatter_add(dim, index, g)};
     });
   }
   return out;

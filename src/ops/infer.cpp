@@ -78,8 +78,10 @@ void check_same_device(const char* method, std::initializer_list<std::pair<const
   }
 }
 
-Tensor prepare_operand(const Tensor& t, Dtype dtype, IntList sizes) {
-  Tensor converted = t.dtype() == dtype ? t : t.to(dtype);
+Tensor prepare_operand(const Tensor& t, Dtype dtype, IntList sizes, Device device) {
+  // A 0-dim CPU tensor may join a GPU op (common_device); it is copied over, as the kernel reads
+  // every operand on the op's device.
+  Tensor converted = t.dtype() == dtype && t.device() == device ? t : t.to(device, dtype);
   return same_dims(converted.sizes(), sizes) ? converted : converted.expand(sizes);
 }
 

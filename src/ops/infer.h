@@ -24,8 +24,9 @@ Device common_device(std::initializer_list<const Tensor*> operands);
 /// For matmul-like ops: the first tensor sets the device; each later one must match, named.
 void check_same_device(const char* method, std::initializer_list<std::pair<const char*, const Tensor*>> args);
 
-/// Converts `t` to `dtype` and broadcasts it to `sizes` (both are no-ops when already so).
-Tensor prepare_operand(const Tensor& t, Dtype dtype, IntList sizes);
+/// Moves `t` to `device` (a 0-dim CPU operand of a GPU op), converts it to `dtype` and broadcasts
+/// it to `sizes` (each a no-op when already so).
+Tensor prepare_operand(const Tensor& t, Dtype dtype, IntList sizes, Device device);
 
 /// A 0-dim tensor holding `s` as `dtype` on `device`.
 Tensor wrap_scalar(const Scalar& s, Dtype dtype, Device device);

@@ -88,7 +88,7 @@ void record_reduction(ReduceOp op, Tensor& out, const Tensor& x, const ReducePla
     case ReduceOp::Prod:
       // d(prod)/dx_i = prod / x_i; inputs containing zeros are not handled specially.
       autograd::record(out, all_dims ? "ProdBackward0" : "ProdBackward1", {&x},
-                       [keep, sx = SavedTensor(x), so = SavedTensor(out)](const Tensor& g) {
+                       [keep, sx = SavedTensor(x), so = SavedTensor::output(out)](const Tensor& g) {
                          return std::vector<Tensor>{unreduce(g * so.get(), keep) / sx.get()};
                        });
       return;
@@ -97,12 +97,12 @@ void record_reduction(ReduceOp op, Tensor& out, const Tensor& x, const ReducePla
       if (indices) {
         // max(dim)/min(dim): the gradient goes to the chosen index along the one reduced dim.
         const int64_t dim = reduced_dim;
-        autograd::record(
-            out, op == ReduceOp::Max ? "MaxBackward0" : "MinBackward0", {&x},
-            [keep, in_sizes, dim, idx = *indices](const Tensor& g) {
-              Tensor gi = unreduce(g, keep);
-              return std::vector<Tensor>{zeros(in_sizes, gi.dtype()).scatter_add(dim, idx.reshape(keep), gi)};
-            });
+        autograd::record(out, op == ReduceOp::Max ? "MaxBackward0" : "MinBackward0", {&x},
+                         [keep, in_sizes, dim, idx = *indices](const Tensor& g) {
+                           Tensor gi = unreduce(g, keep);
+                           return std::vector<Tensor>{zeros(in_sizes, TensorOptions(gi.dtype()).device(gi.device()))
+                                                          .scatter_add(dim, idx.reshape(keep), gi)};
+                         });
       } else {
         // amax/amin and max()/min(): equal maxima share the gradient evenly.
         autograd::record(out,
