@@ -59,12 +59,20 @@ Backend& backend_for(Device device) {
       return *b;
     }
     case DeviceType::MPS: {
+      // ember has no MPS backend yet, so only tests register one: tests/support/host_device_backend.h
+      // runs the CPU kernels under this device type, which makes a tensor created on the wrong
+      // device fail as it would on a GPU. A registered MPS backend is used as is, without the
+      // availability check; a real one must be registered only when mps::is_available().
+      if (Backend* b = find_backend(DeviceType::MPS)) {
+        const int index = device.has_index() ? device.index() : 0;
+        EMBER_CHECK(index < b->device_count(), "MPS error: invalid device ordinal (device '", device,
+                    "' requested, but only ", b->device_count(), " MPS device(s) are visible)");
+        return *b;
+      }
       EMBER_CHECK(mps::is_available(), "Cannot use device '", device,
                   "': MPS is not available: ", mps::unavailable_reason(),
                   ". Use ember::best_device() to fall back to the CPU.");
-      Backend* b = find_backend(DeviceType::MPS);
-      EMBER_CHECK(b != nullptr, "Cannot use device '", device, "': ember has no MPS backend");
-      return *b;
+      detail::fail("Cannot use device '", device, "': ember has no MPS backend");
     }
   }
   detail::fail("unknown device type");

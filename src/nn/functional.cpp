@@ -49,6 +49,9 @@ void check_class_targets(const Tensor& input, const Tensor& target, const char* 
   detail::check_defined(target, op);
   EMBER_CHECK(input.dim() >= 1, op, ": input must have at least 1 dimension, got a 0-dim tensor");
   EMBER_CHECK(target.dtype() == kInt64, "expected scalar type Long but found ", scalar_type_name(target.dtype()));
+  EMBER_CHECK(target.device() == input.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
+              " and ", target.device(), "! (when checking argument for argument target in method ", op, ")");
   if (input.dim() == 1) {
     EMBER_CHECK(target.dim() == 0, "0D or 1D target tensor expected, multi-target not supported");
   } else {
@@ -79,6 +82,9 @@ void check_class_weight(const Tensor& input, const Tensor& weight) {
   if (!weight.defined()) return;
   EMBER_CHECK(weight.dtype() == input.dtype(), "expected scalar type ", scalar_type_name(input.dtype()), " but found ",
               scalar_type_name(weight.dtype()));
+  EMBER_CHECK(weight.device() == input.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ", input.device(),
+              " and ", weight.device(), "! (when checking argument for argument weight)");
 }
 
 // Whether any target may equal ignore_index, checking on the way that every other target is a

@@ -15,6 +15,7 @@
 #include "ember/optim/clip_grad.h"
 #include "ember/optim/optimizers.h"
 #include "support/devices.h"
+#include "support/optimizer_cases.h"
 
 namespace {
 
@@ -54,37 +55,9 @@ void train(nn::Module& model, optim::Optimizer& opt, const std::vector<Batch>& b
   }
 }
 
-using Factory = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
-
-std::vector<std::pair<std::string, Factory>> optimizers() {
-  using namespace optim;
-  return {
-      {"SGD", [](auto p) { return std::make_unique<SGD>(p, SGDOptions{.lr = 0.1}); }},
-      {"SGD momentum weight_decay",
-       [](auto p) { return std::make_unique<SGD>(p, SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-2}); }},
-      {"SGD nesterov",
-       [](auto p) { return std::make_unique<SGD>(p, SGDOptions{.lr = 0.05, .momentum = 0.9, .nesterov = true}); }},
-      {"SGD dampening maximize",
-       [](auto p) {
-         return std::make_unique<SGD>(p, SGDOptions{.lr = 0.05, .momentum = 0.5, .dampening = 0.3, .maximize = true});
-       }},
-      {"Adam", [](auto p) { return std::make_unique<Adam>(p, AdamOptions{.lr = 0.01}); }},
-      {"Adam weight_decay amsgrad",
-       [](auto p) { return std::make_unique<Adam>(p, AdamOptions{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true}); }},
-      {"AdamW", [](auto p) { return std::make_unique<AdamW>(p, AdamWOptions{.lr = 0.01}); }},
-      {"Adadelta", [](auto p) { return std::make_unique<Adadelta>(p, AdadeltaOptions{.weight_decay = 0.1}); }},
-      {"RMSprop", [](auto p) { return std::make_unique<RMSprop>(p, RMSpropOptions{.lr = 0.01}); }},
-      {"RMSprop centered momentum",
-       [](auto p) {
-         return std::make_unique<RMSprop>(
-             p, RMSpropOptions{.lr = 0.01, .weight_decay = 0.01, .momentum = 0.5, .centered = true});
-       }},
-  };
-}
-
 TEST_P(DeviceParityOptim, FiveStepsMatchTheCpu) {
   const std::vector<Batch> batches = make_batches(5);
-  for (const auto& [name, factory] : optimizers()) {
+  for (const auto& [name, factory] : ember_test::optimizer_cases()) {
     auto cpu = make_model();
     auto dev = make_model();
     dev->to(device());
@@ -191,7 +164,7 @@ TEST_P(DeviceParityOptim, StepsSkippedOnTheDeviceMatchTheCpu) {
   const std::vector<bool> pattern = {false, true, false, true, true, false, false};
   const std::vector<Batch> batches = make_batches(static_cast<int>(pattern.size()));
   for (const bool flag_on_device : {true, false}) {
-    for (const auto& [name, factory] : optimizers()) {
+    for (const auto& [name, factory] : ember_test::optimizer_cases()) {
       const std::string what = name + (flag_on_device ? "" : " (flag on the CPU)");
       auto cpu = make_model();
       auto dev = make_model();

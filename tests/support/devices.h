@@ -11,6 +11,12 @@
 //   }
 //   EMBER_INSTANTIATE_DEVICE_SUITE(DeviceOps);
 //
+// In a build without MPS, the suites also run on a stand-in device ("host_stand_in":
+// support/host_device_backend.h), mps:0 backed by the CPU's kernels and host memory. It cannot
+// check a GPU kernel's math, but it runs every test's code and every op's device handling, so a
+// tensor made on the wrong device, or a CPU tensor handed to a device kernel, fails here as it
+// would on a GPU.
+//
 // Setting EMBER_PARITY_SELF_TEST=1 adds the CPU itself to the parameters: the suites then run CPU
 // against CPU, which checks the tests' own code (shapes, API use) on a machine without a GPU.
 #include <gtest/gtest.h>
@@ -18,12 +24,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "ember/device.h"
 #include "ember/tensor.h"
+#include "support/host_device_backend.h"
 
 namespace ember_test {
 
@@ -53,11 +61,13 @@ inline bool device_usable(const ember::Device& device, std::string* why) {
   return false;
 }
 
+/// Whether `device` is the stand-in (mps:0 in a build without MPS).
+inline bool is_stand_in(const ember::Device& device) { return device.is_mps() && !ember::mps::is_built(); }
+
 /// What the device suites are instantiated with: every accelerator type ember can be built for,
-/// usable or not (unusable ones skip). MPS joins once ember can be built with it.
+/// usable or not (unusable ones skip), and mps:0 as the stand-in where ember has no MPS.
 inline std::vector<ember::Device> device_params() {
-  std::vector<ember::Device> out{ember::Device(ember::DeviceType::CUDA, 0)};
-  if (ember::mps::is_built()) out.emplace_back(ember::DeviceType::MPS, 0);
+  std::vector<ember::Device> out{ember::Device(ember::DeviceType::CUDA, 0), ember::Device(ember::DeviceType::MPS, 0)};
   if (const char* self = std::getenv("EMBER_PARITY_SELF_TEST"); self != nullptr && std::string(self) == "1") {
     out.emplace_back(ember::DeviceType::CPU);
   }
@@ -67,7 +77,7 @@ inline std::vector<ember::Device> device_params() {
 /// Test-name suffix: "cuda", "mps", "cpu" (gtest allows only alphanumerics and '_').
 struct DeviceParamName {
   std::string operator()(const ::testing::TestParamInfo<ember::Device>& info) const {
-    return std::string(ember::device_type_name(info.param.type()));
+    return is_stand_in(info.param) ? "host_stand_in" : std::string(ember::device_type_name(info.param.type()));
   }
 };
 
@@ -76,10 +86,17 @@ struct DeviceParamName {
 class DeviceTest : public ::testing::TestWithParam<ember::Device> {
  protected:
   void SetUp() override {
+    if (is_stand_in(GetParam())) {
+      stand_in_.emplace();
+      return;
+    }
     std::string why;
     if (!device_usable(GetParam(), &why)) GTEST_SKIP() << why;
   }
   ember::Device device() const { return GetParam(); }
+
+ private:
+  std::optional<ScopedHostDevice> stand_in_;  // registered for this test only
 };
 
 #define EMBER_INSTANTIATE_DEVICE_SUITE(Suite)                                                       \

@@ -236,6 +236,15 @@ void expect_resume_equals_unbroken(const std::string& optimizer, double momentum
     return out;
   };
   EXPECT_EQ(without_timing(read_text(unbroken / "metrics.csv")), without_timing(read_text(broken / "metrics.csv")));
+  // Every epoch's training loss is counted in that epoch (on a GPU it is summed on the device and
+  // must be read back before the epoch's line is written).
+  std::istringstream rows(read_text(unbroken / "metrics.csv"));
+  std::string row;
+  std::getline(rows, row);  // the header
+  while (std::getline(rows, row)) {
+    const size_t loss_at = row.find(',') + 1;
+    EXPECT_GT(std::stod(row.substr(loss_at, row.find(',', loss_at) - loss_at)), 0.1) << row;
+  }
 
   // Resuming a finished run trains nothing and says so.
   std::ostringstream done_log;

@@ -679,6 +679,7 @@ void Session::print_banner(bool resumed) const {
 
 void Session::finish_epoch(double train_seconds) {
   const int64_t epoch = static_cast<int64_t>(history_.size()) + 1;
+  flush_loss();  // on a GPU, the losses summed there since the last progress line or save
   gather_epoch_sums();
   // Every rank evaluates rank 0's model: the running statistics (BatchNorm) each rank updated in
   // its last forward are replaced by rank 0's, the ones that get saved.
