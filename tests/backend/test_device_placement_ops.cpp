@@ -132,7 +132,8 @@ TEST_F(DevicePlacement, MixedDeviceArgumentsAreRefused) {
          return all_finite(std::vector<Tensor>{xd, randn({2})});
        }},
   };
-  for (const auto& [name, run] : cases) {
+  for (const auto& [name, run_case] : cases) {
+    const auto& run = run_case;  // clang before 16 cannot capture a structured binding
     const std::string error = full_error_of([&] { (void)run(); });
     EXPECT_NE(error.find("xpected all tensors to be on the same device"), std::string::npos) << name << ": " << error;
   }
