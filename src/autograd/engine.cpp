@@ -22,7 +22,7 @@ std::atomic<uint64_t> g_hook_ids{1};
 // The callbacks queued during the backward() running on this thread; null outside backward.
 thread_local std::vector<std::function<void()>>* g_final_callbacks = nullptr;
 // The node whose backward function is running on this thread, for SavedTensor::output.
-thread_local const std::shared_ptr<autograd::Node>* g_running_node = nullptr;
+thread_local autograd::Node* g_running_node = nullptr;
 }  // namespace
 
 bool GradMode::is_enabled() { return g_grad_enabled; }
@@ -53,7 +53,7 @@ Tensor SavedTensor::get() const {
     // create_graph: the output again, as a tensor produced by the node now running.
     Tensor attached = checked().detach();
     attached.impl().autograd = std::make_shared<AutogradMeta>();
-    attached.impl().autograd->grad_fn = *g_running_node;
+    attached.impl().autograd->grad_fn = g_running_node->shared_from_this();
     return attached;
   }
   return checked();
@@ -183,13 +183,14 @@ struct Targets {
 // from the roots; grad() only those on a path to a target.
 struct GraphTask {
   bool all = true;
+  std::unordered_set<Node*> is_target;
   std::unordered_set<Node*> needed;             // when !all
   std::unordered_map<Node*, int> dependencies;  // edges into the node from nodes that run
 
   bool needs(Node* n) const { return all || needed.contains(n); }
 
-  GraphTask(const std::vector<std::shared_ptr<Node>>& roots, const Targets& targets) : all(targets.empty()) {
-    const std::unordered_set<Node*> is_target(targets.nodes.begin(), targets.nodes.end());
+  GraphTask(const std::vector<std::shared_ptr<Node>>& roots, const Targets& targets)
+      : all(targets.empty()), is_target(targets.nodes.begin(), targets.nodes.end()) {
     // Depth-first, children before parents, so that a node is known to be needed once any of
     // its children is.
     std::unordered_set<Node*> seen;
@@ -266,7 +267,6 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
       ready.push(r.get());
     }
   }
-  const std::unordered_set<Node*> is_target(targets.nodes.begin(), targets.nodes.end());
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
@@ -275,7 +275,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
       grad = std::move(it->second);
       buffers.erase(it);
     }
-    if (is_target.contains(node)) target_grads[node] = grad;
+    if (task.is_target.contains(node)) target_grads[node] = grad;
     // grad() never accumulates, and runs a node only when a target lies beyond it.
     bool runs = grad.defined() && (targets.empty() || !node->accumulates);
     if (runs && !targets.empty()) {
@@ -291,12 +291,11 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
                     "Trying to backward through the graph a second time (or directly access saved tensors after they "
                     "have already been freed). Saved intermediate values of the graph are freed when you call "
                     ".backward(). Specify retain_graph=true if you need to backward through the graph a second time.");
-        std::shared_ptr<Node> self = node->shared_from_this();
         struct RunningScope {
-          const std::shared_ptr<Node>* previous;
-          explicit RunningScope(const std::shared_ptr<Node>* mine) : previous(g_running_node) { g_running_node = mine; }
+          Node* previous;
+          explicit RunningScope(Node* mine) : previous(g_running_node) { g_running_node = mine; }
           ~RunningScope() { g_running_node = previous; }
-        } running(&self);
+        } running(node);
         input_grads = node->backward(grad);
         EMBER_CHECK(input_grads.size() == node->next.size(), "[autograd] ", node->name, " returned ",
                     input_grads.size(), " gradients for ", node->next.size(), " inputs");
