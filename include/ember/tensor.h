@@ -79,8 +79,17 @@ class Tensor {
                 bool create_graph = false) const;
   /// The name of the node that produced this tensor ("AddBackward0"), or "" for a leaf.
   std::string grad_fn_name() const;
+  /// True for the result of a view op (PyTorch's is_view()); _base() is the tensor whose
+  /// storage it views (never itself a view). Throws for a tensor that is not a view.
+  bool is_view() const;
+  Tensor _base() const;
+  /// How many in-place writes this tensor's storage has had (PyTorch's _version()); autograd
+  /// compares it with the version a saved tensor had when its op recorded it.
+  int64_t _version() const;
 
   // ---- views: share storage with *this ----
+  // An in-place op on a view (t.select(0, i).copy_(x)) is recorded on its base too, so that
+  // gradients flow through the write to the base and to every other view of it, as in PyTorch.
   Tensor view(IntList sizes) const;
   Tensor reshape(IntList sizes) const;
   Tensor t() const;
@@ -109,7 +118,7 @@ class Tensor {
   /// returns (PyTorch's semantics: synchronise before reading or reusing the host memory).
   Tensor& copy_(const Tensor& src, bool non_blocking = false);
   Tensor& fill_(const Scalar& value);
-  Tensor& zero_() { return fill_(0); }
+  Tensor& zero_();
 
   // ---- moving between devices and dtypes; returns *this when nothing changes ----
   // non_blocking: a copy from pinned memory to a GPU, or from a GPU to the host (into pinned

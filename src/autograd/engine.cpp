@@ -87,13 +87,10 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-namespace {
-
-// The node that receives gradients for `t`: its grad_fn, its leaf accumulator, or none.
 std::shared_ptr<Node> gradient_node(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return nullptr;
+  if (auto fn = grad_fn_of(t)) return fn;
   AutogradMeta& meta = *t.impl().autograd;
-  if (meta.grad_fn) return meta.grad_fn;
   if (auto acc = meta.accumulator.lock()) return acc;
   auto acc = std::make_shared<Node>();
   acc->name = "AccumulateGrad";
@@ -104,9 +101,7 @@ std::shared_ptr<Node> gradient_node(const Tensor& t) {
   return acc;
 }
 
-}  // namespace
-
-void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
+std::shared_ptr<Node> make_node(const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->name = name;
   node->backward = std::move(backward);
@@ -117,9 +112,13 @@ void record(Tensor& output, const char* name, std::span<const Tensor* const> inp
     node->next.push_back({gradient_node(*t)});
     node->inputs.push_back(t->defined() ? InputMeta{Dims(t->sizes()), t->dtype(), t->device()} : InputMeta{});
   }
+  return node;
+}
+
+void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
   detail::TensorImpl& impl = output.impl();
   if (!impl.autograd) impl.autograd = std::make_shared<AutogradMeta>();
-  impl.autograd->grad_fn = std::move(node);
+  impl.autograd->grad_fn = make_node(name, inputs, std::move(backward));
 }
 
 Tensor sum_to(const Tensor& grad, IntList sizes) {
@@ -384,7 +383,9 @@ std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs, const std
 
 bool Tensor::requires_grad() const {
   const auto& meta = impl().autograd;
-  return meta && (meta->requires_grad || meta->grad_fn);
+  if (meta && meta->requires_grad) return true;
+  if (impl().view_base) return autograd::grad_fn_of(*this) != nullptr;  // may have gained one through its base
+  return meta && meta->grad_fn;
 }
 
 Tensor& Tensor::requires_grad_(bool requires_grad) {
@@ -402,7 +403,7 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
   return *this;
 }
 
-bool Tensor::is_leaf() const { return !impl().autograd || !impl().autograd->grad_fn; }
+bool Tensor::is_leaf() const { return autograd::grad_fn_of(*this) == nullptr; }
 
 Tensor Tensor::grad() const { return impl().autograd ? impl().autograd->grad : Tensor(); }
 
@@ -446,8 +447,8 @@ HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulate
 }
 
 std::string Tensor::grad_fn_name() const {
-  const auto& meta = impl().autograd;
-  return meta && meta->grad_fn ? std::string(meta->grad_fn->name) : std::string();
+  const auto fn = autograd::grad_fn_of(*this);
+  return fn ? std::string(fn->name) : std::string();
 }
 
 }  // namespace ember

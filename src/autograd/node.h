@@ -131,6 +131,45 @@ inline void record(Tensor& output, const char* name, const std::vector<const Ten
   record(output, name, std::span<const Tensor* const>(inputs), std::move(backward));
 }
 
+/// A node named `name` over `inputs`, not yet attached to any tensor.
+std::shared_ptr<Node> make_node(const char* name, std::span<const Tensor* const> inputs, BackwardFn backward);
+inline std::shared_ptr<Node> make_node(const char* name, std::initializer_list<const Tensor*> inputs,
+                                       BackwardFn backward) {
+  return make_node(name, std::span<const Tensor* const>(inputs.begin(), inputs.size()), std::move(backward));
+}
+
+/// The node that receives gradients for `t`: its grad_fn, its leaf accumulator (made on first
+/// use), or null when t needs no gradient.
+std::shared_ptr<Node> gradient_node(const Tensor& t);
+
+/// t's grad_fn (null for a leaf). For a view whose storage was written in place since its
+/// grad_fn was set, the grad_fn is first rebuilt as a view of its base's current history.
+std::shared_ptr<Node> grad_fn_of(const Tensor& t);
+
+// In-place writes (src/autograd/inplace.cpp). An op that writes into `self` while recording
+// (grad mode on, and self or an operand requiring grad) calls check_inplace before the write
+// and rebase_history after it.
+
+/// PyTorch's check_inplace: refuses a write into a leaf that requires grad, into a view of one,
+/// and into a view made in no-grad mode.
+void check_inplace(const Tensor& self);
+/// Makes `history` (the node whose output is self's new value) self's grad_fn. Through a view,
+/// the base's grad_fn becomes a CopySlices node over the base's old history and `history`.
+void rebase_history(const Tensor& self, std::shared_ptr<Node> history);
+
+/// Where a tensor's elements lie in its storage.
+struct Geometry {
+  Dims sizes;
+  Dims strides;
+  int64_t offset = 0;
+  static Geometry of(const Tensor& t);
+};
+
+/// The gradient for `input` of input.as_strided(output geometry): each element of `grad` goes
+/// to the storage position it was read from, and each input element takes what reached its
+/// own position (so elements read twice add up, and positions outside the input are dropped).
+Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geometry& output);
+
 /// Sums `grad` down to `sizes` (undoing broadcasting).
 Tensor sum_to(const Tensor& grad, IntList sizes);
 

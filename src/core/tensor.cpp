@@ -75,7 +75,8 @@ Tensor make_pinned_tensor(IntList sizes, Dtype dtype) {
   return Tensor(std::move(impl));
 }
 
-Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
+namespace {
+Tensor alias_with_geometry(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.impl().storage;
   impl->numel = numel_of(sizes);
@@ -84,6 +85,21 @@ Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
   impl->offset = offset;
   impl->dtype = base.dtype();
   return Tensor(std::move(impl));
+}
+}  // namespace
+
+Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
+  Tensor view = alias_with_geometry(base, std::move(sizes), std::move(strides), offset);
+  TensorImpl& impl = view.impl();
+  const TensorImpl& from = base.impl();
+  impl.view_base = from.view_base ? from.view_base : base.impl_ptr();
+  impl.view_version = from.storage->version();
+  impl.view_made_without_grad = !GradMode::is_enabled();
+  return view;
+}
+
+Tensor make_alias(const Tensor& t) {
+  return alias_with_geometry(t, t.impl().sizes, t.impl().strides, t.storage_offset());
 }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim) {
@@ -275,10 +291,11 @@ Tensor Tensor::t() const {
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   d0 = wrap_dim(d0, dim());
   d1 = wrap_dim(d1, dim());
-  if (dim() == 0) return make_view(*this, impl().sizes, impl().strides, storage_offset());
   Dims sizes = impl().sizes, strides = impl().strides;
-  std::swap(sizes[d0], sizes[d1]);
-  std::swap(strides[d0], strides[d1]);
+  if (dim() > 0) {
+    std::swap(sizes[d0], sizes[d1]);
+    std::swap(strides[d0], strides[d1]);
+  }
   return with_grad(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
                    "TransposeBackward0", [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
@@ -447,20 +464,80 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
               "setStorage: sizes ", detail::shape_str(sizes), ", strides ", detail::shape_str(strides),
               ", storage offset ", offset, " require more memory than the storage holds (", impl().storage->nbytes(),
               " bytes)");
-  return make_view(*this, Dims(sizes), Dims(strides), offset);
+  return with_grad(
+      make_view(*this, Dims(sizes), Dims(strides), offset), *this, "AsStridedBackward0",
+      [input = autograd::Geometry::of(*this), output = autograd::Geometry{Dims(sizes), Dims(strides), offset}](
+          const Tensor& g) { return autograd::as_strided_backward(g, input, output); });
 }
 
 // ---- copies ----
 
 namespace {
-// In-place writes would silently corrupt a recorded graph; PyTorch tracks them through views with
-// version counters and graph rewriting. ember refuses them while recording, so gradients stay right.
-void check_inplace_allowed(const Tensor& self) {
-  if (!GradMode::is_enabled() || !self.requires_grad()) return;
-  EMBER_CHECK(!self.is_leaf(), "a leaf Variable that requires grad is being used in an in-place operation.");
-  detail::fail(
-      "in-place operations on tensors that are part of an autograd graph are not supported; use the "
-      "out-of-place form (x = x + y) or wrap the update in an ember::NoGradGuard");
+// PyTorch's has_internal_overlap, in the case it can tell cheaply: a dimension of stride 0 (an
+// expanded tensor) makes several elements one memory location, and a write to them races.
+void check_no_internal_overlap(const Tensor& self) {
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    EMBER_CHECK(self.stride(d) != 0 || self.size(d) <= 1,
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation.");
+  }
+}
+
+// The copy itself, without autograd: across devices it stages through host memory.
+void copy_values(Tensor& self, const Tensor& src, bool non_blocking) {
+  Tensor source = src;
+  if (src.device() != self.device()) {
+    // Cross-device: stage through contiguous memory on the host.
+    Tensor contiguous_src = src.contiguous();
+    if (src.is_cpu()) {
+      Tensor moved = detail::make_tensor(src.sizes(), src.dtype(), self.device());
+      // Asynchronous only from pinned memory, which the device reads directly.
+      const Device device = self.device();
+      backend_for(device).copy_from_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
+                                         device.has_index() ? device.index() : 0,
+                                         non_blocking && contiguous_src.is_pinned());
+      source = moved;
+    } else if (self.is_cpu()) {
+      // Into pinned memory of the same layout, a non-blocking copy lands directly; the data is
+      // valid once the device is synchronised, as with PyTorch's .to("cpu", non_blocking=True).
+      const bool direct = non_blocking && self.is_pinned() && self.is_contiguous() && self.dtype() == src.dtype() &&
+                          same_dims(self.sizes(), src.sizes());
+      Tensor moved = direct ? self : detail::make_tensor(src.sizes(), src.dtype(), self.device());
+      backend_for(src.device())
+          .copy_to_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
+                        src.device().has_index() ? src.device().index() : 0, direct);
+      if (direct) {
+        self.impl().storage->bump_version();
+        return;
+      }
+      source = moved;
+    } else {
+      copy_values(self, contiguous_src.to(Device(DeviceType::CPU)), non_blocking);
+      return;
+    }
+  }
+  if (source.is_alias_of(self) && source.data_ptr() == self.data_ptr() && same_dims(source.sizes(), self.sizes()) &&
+      same_dims(source.strides(), self.strides()) && source.dtype() == self.dtype()) {
+    return;  // copying a tensor onto itself
+  }
+  Tensor expanded = source.expand(self.sizes());
+  backend_for(self.device()).copy(view_of(self), view_of(expanded));
+  self.impl().storage->bump_version();
+}
+
+// fill_ and zero_: the node recorded for a write of a constant sends no gradient back.
+Tensor& fill_recorded(Tensor& self, const Scalar& value, const char* node_name) {
+  detail::check_defined(self, "fill_");
+  std::shared_ptr<autograd::Node> history;
+  if (autograd::needs_grad({&self})) {
+    autograd::check_inplace(self);
+    history =
+        autograd::make_node(node_name, {&self}, [](const Tensor& g) { return std::vector<Tensor>{zeros_like(g)}; });
+  }
+  backend_for(self.device()).fill(view_of(self), value);
+  self.impl().storage->bump_version();
+  if (history) autograd::rebase_history(self, std::move(history));
+  return self;
 }
 }  // namespace
 
@@ -472,59 +549,40 @@ Tensor Tensor::clone() const {
   return with_grad(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
 }
 
-Tensor Tensor::detach() const { return make_view(*this, impl().sizes, impl().strides, storage_offset()); }
+Tensor Tensor::detach() const { return detail::make_alias(*this); }
 
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   detail::OpContext context("copy_", {{"self", this}, {"src", &src}});
   detail::check_defined(*this, "copy_");
   detail::check_defined(src, "copy_");
-  check_inplace_allowed(*this);
-  Tensor source = src;
-  if (src.device() != device()) {
-    // Cross-device: stage through contiguous memory on the host.
-    Tensor contiguous_src = src.contiguous();
-    if (src.is_cpu()) {
-      Tensor moved = detail::make_tensor(src.sizes(), src.dtype(), device());
-      // Asynchronous only from pinned memory, which the device reads directly.
-      backend_for(device()).copy_from_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
-                                           device().has_index() ? device().index() : 0,
-                                           non_blocking && contiguous_src.is_pinned());
-      source = moved;
-    } else if (is_cpu()) {
-      // Into pinned memory of the same layout, a non-blocking copy lands directly; the data is
-      // valid once the device is synchronised, as with PyTorch's .to("cpu", non_blocking=True).
-      const bool direct =
-          non_blocking && is_pinned() && is_contiguous() && dtype() == src.dtype() && same_dims(sizes(), src.sizes());
-      Tensor moved = direct ? *this : detail::make_tensor(src.sizes(), src.dtype(), device());
-      backend_for(src.device())
-          .copy_to_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
-                        src.device().has_index() ? src.device().index() : 0, direct);
-      if (direct) {
-        impl().storage->bump_version();
-        return *this;
-      }
-      source = moved;
-    } else {
-      source = contiguous_src.to(Device(DeviceType::CPU));
-      return copy_(source);
-    }
+  check_no_internal_overlap(*this);
+  std::shared_ptr<autograd::Node> history;
+  if (autograd::needs_grad({this, &src})) {
+    // Self's old value is overwritten: it gets a zero gradient, src gets the gradient itself.
+    autograd::check_inplace(*this);
+    history = autograd::make_node("CopyBackwards", {this, &src}, [src_device = src.device()](const Tensor& g) {
+      return std::vector<Tensor>{zeros_like(g), g.to(src_device)};
+    });
   }
-  if (source.is_alias_of(*this) && source.data_ptr() == data_ptr() && same_dims(source.sizes(), sizes()) &&
-      same_dims(source.strides(), strides()) && source.dtype() == dtype()) {
-    return *this;  // copying a tensor onto itself
+  {
+    NoGradGuard no_grad;  // the staging copies are internal
+    copy_values(*this, src, non_blocking);
   }
-  Tensor expanded = source.expand(sizes());
-  backend_for(device()).copy(view_of(*this), view_of(expanded));
-  impl().storage->bump_version();
+  if (history) autograd::rebase_history(*this, std::move(history));
   return *this;
 }
 
-Tensor& Tensor::fill_(const Scalar& value) {
-  check_inplace_allowed(*this);
-  backend_for(device()).fill(view_of(*this), value);
-  impl().storage->bump_version();
-  return *this;
+Tensor& Tensor::fill_(const Scalar& value) { return fill_recorded(*this, value, "FillBackward2"); }
+Tensor& Tensor::zero_() { return fill_recorded(*this, 0, "ZeroBackward0"); }
+
+bool Tensor::is_view() const { return impl().view_base != nullptr; }
+
+Tensor Tensor::_base() const {
+  EMBER_CHECK(is_view(), "Can't get base of non-view Tensor");
+  return Tensor(impl().view_base);
 }
+
+int64_t Tensor::_version() const { return impl().storage->version(); }
 
 // ---- to() ----
 

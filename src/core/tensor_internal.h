@@ -17,8 +17,11 @@ int64_t numel_of(IntList sizes);
 Tensor make_tensor(IntList sizes, Dtype dtype, Device device);
 /// A new contiguous CPU tensor in pinned (page-locked) memory; throws when CUDA is unavailable.
 Tensor make_pinned_tensor(IntList sizes, Dtype dtype);
-/// A tensor sharing `base`'s storage with new geometry.
+/// The result of a view op: a tensor sharing `base`'s storage with new geometry, which
+/// remembers its base for autograd (TensorImpl::view_base).
 Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset);
+/// A tensor sharing t's storage and geometry but no autograd state and no base (detach()).
+Tensor make_alias(const Tensor& t);
 /// Wraps a possibly negative dim into [0, ndim); PyTorch's message when out of range.
 int64_t wrap_dim(int64_t dim, int64_t ndim);
 /// Throws unless `t` is defined, naming the op.

@@ -42,15 +42,21 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
       autograd::record(out, "SubBackward0", {&a, &b}, [](const Tensor& g) { return std::vector<Tensor>{g, -g}; });
       return;
     case BinaryOp::Mul:
-      autograd::record(out, "MulBackward0", {&a, &b}, [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
-        return std::vector<Tensor>{g * sb.get(), g * sa.get()};
-      });
+      // Each input is kept only for the other's gradient, so that h.mul_(2) keeps nothing of h.
+      autograd::record(out, "MulBackward0", {&a, &b},
+                       [sa = b.requires_grad() ? SavedTensor(a) : SavedTensor(),
+                        sb = a.requires_grad() ? SavedTensor(b) : SavedTensor()](const Tensor& g) {
+                         Tensor x = sa.get(), y = sb.get();
+                         return std::vector<Tensor>{y.defined() ? g * y : Tensor(), x.defined() ? g * x : Tensor()};
+                       });
       return;
     case BinaryOp::Div:
-      autograd::record(out, "DivBackward0", {&a, &b}, [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
-        Tensor x = sa.get(), y = sb.get();
-        return std::vector<Tensor>{g / y, -g * x / (y * y)};
-      });
+      // The numerator is read only for the denominator's gradient.
+      autograd::record(out, "DivBackward0", {&a, &b},
+                       [sa = b.requires_grad() ? SavedTensor(a) : SavedTensor(), sb = SavedTensor(b)](const Tensor& g) {
+                         Tensor x = sa.get(), y = sb.get();
+                         return std::vector<Tensor>{g / y, x.defined() ? -g * x / (y * y) : Tensor()};
+                       });
       return;
     case BinaryOp::Maximum:
     case BinaryOp::Minimum: {
@@ -240,15 +246,29 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   return out;
 }
 
-// In-place: the result must be castable to self's dtype and keep self's shape.
+// In-place ops compute out of place, then write the result into self. The result must keep
+// self's shape and be castable to its dtype. While recording, self's history becomes the
+// result's node (h.add_(y): AddBackward0 over h's old history and y).
 Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
   EMBER_CHECK(same_dims(result.sizes(), self.sizes()), "output with shape ", detail::shape_str(self.sizes()),
               " doesn't match the broadcast shape ", detail::shape_str(result.sizes()));
   EMBER_CHECK(is_floating_point(self.dtype()) || !is_floating_point(result.dtype()), "result type ",
               scalar_type_name(result.dtype()), " can't be cast to the desired output type ",
               scalar_type_name(self.dtype()), " (in ", op, "_)");
-  self.copy_(result);
+  const bool record = GradMode::is_enabled() && result.requires_grad();
+  if (record) autograd::check_inplace(self);
+  {
+    NoGradGuard no_grad;
+    self.copy_(result);
+  }
+  if (record) autograd::rebase_history(self, autograd::grad_fn_of(result));
   return self;
+}
+
+// What mul_ and div_ compute from: their node keeps self for `other`'s gradient, and the write
+// would change what it kept, so then they read a copy (as PyTorch keeps the original self).
+Tensor operand_for_inplace(const Tensor& self, const Tensor& other) {
+  return autograd::needs_grad({&other}) ? self.clone() : self;
 }
 
 enum class FloatRule { Keep, Promote, FloatingOnly };
@@ -444,11 +464,11 @@ Tensor& Tensor::sub_(const Tensor& other, const Scalar& alpha) {
 }
 Tensor& Tensor::mul_(const Tensor& other) {
   detail::OpContext context("mul_", {{"self", this}, {"other", &other}});
-  return assign_result(*this, ember::mul(*this, other), "mul");
+  return assign_result(*this, ember::mul(operand_for_inplace(*this, other), other), "mul");
 }
 Tensor& Tensor::div_(const Tensor& other) {
   detail::OpContext context("div_", {{"self", this}, {"other", &other}});
-  return assign_result(*this, ember::div(*this, other), "div");
+  return assign_result(*this, ember::div(operand_for_inplace(*this, other), other), "div");
 }
 Tensor& Tensor::add_(const Scalar& other) {
   detail::OpContext context("add_", {{"self", this}});

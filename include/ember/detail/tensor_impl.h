@@ -50,6 +50,14 @@ struct TensorImpl {
   int64_t numel = 1;
   Dtype dtype = kFloat32;
   std::shared_ptr<AutogradMeta> autograd;
+  /// Set on the result of a view op (PyTorch's `_base`): the tensor whose storage this one
+  /// views, never itself a view. An in-place write through a view rewrites the base's autograd
+  /// history, so that the base and its other views see the write in their gradients.
+  std::shared_ptr<TensorImpl> view_base;
+  /// The storage's version when this view's grad_fn was last set; once a write to the storage
+  /// moves past it, the grad_fn is rebuilt from the base's history.
+  uint32_t view_version = 0;
+  bool view_made_without_grad = false;  // made in no-grad mode: an in-place write under grad is refused
 
   void* data() const {
     return static_cast<char*>(storage->data()) + offset * static_cast<int64_t>(element_size(dtype));
