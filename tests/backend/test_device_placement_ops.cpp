@@ -630,4 +630,44 @@ TEST_F(DevicePlacement, IndexSelectGatherScatterAdd) {
               [](auto& v) { return v[0].scatter_add(0, v[1], v[2]); });
 }
 
+TEST_F(DevicePlacement, InplaceWritesWithBackward) {
+  // The nodes an in-place write records (CopySlices, AsStridedBackward0, CopyBackwards) build
+  // their index buffers and zeros in their backward pass: they must land on the gradient's device.
+  const Tensor x = randn({3, 4}), y = randn({4});
+  auto buffer_like = [](const Tensor& t, IntList sizes) {
+    return zeros(sizes, TensorOptions(t.dtype()).device(t.device()));
+  };
+  expect_same("add_ mul_ div_ on a result", {leaf(x), leaf(y)}, [](auto& v) {
+    Tensor h = v[0] * 2.0;
+    h.add_(v[1]);
+    h.mul_(v[1]);
+    h.div_(v[1] * v[1] + 1.0);
+    return h;
+  });
+  expect_same("a row written through a view", {leaf(x), leaf(y)}, [](auto& v) {
+    Tensor h = v[0] * 1.0;
+    Tensor old_row = h.select(0, 2);
+    h.select(0, 1).mul_(v[1]);
+    h.slice(1, 0, 4, 2).fill_(0.5);
+    return cat({h.reshape({-1}), old_row});
+  });
+  expect_same("copy_ into a buffer that needed no gradient", {leaf(x), leaf(y)}, [&](auto& v) {
+    Tensor states = buffer_like(v[0], {2, 3, 4});
+    states.select(0, 0).copy_(v[0]);
+    states.select(0, 1).select(1, 3).copy_(v[1].narrow(0, 0, 3));
+    return states;
+  });
+  expect_same("a view of a base that is not contiguous", {leaf(y)}, [&](auto& v) {
+    Tensor m = buffer_like(v[0], {4, 2}).t().detach();
+    m.select(0, 1).copy_(v[0]);
+    return m * 3.0;
+  });
+  expect_same("copy_ from a CPU tensor", {leaf(y)}, [&](auto& v) {
+    Tensor cpu_source = v[0].to(Device(DeviceType::CPU)) * 2.0;  // on the CPU run, a plain copy
+    Tensor h = buffer_like(v[0], {4});
+    h.copy_(cpu_source);
+    return h * v[0];
+  });
+}
+
 }  // namespace
