@@ -115,10 +115,15 @@ std::shared_ptr<Node> make_node(const char* name, std::span<const Tensor* const>
   return node;
 }
 
-void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
+void record_view(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
   detail::TensorImpl& impl = output.impl();
   if (!impl.autograd) impl.autograd = std::make_shared<AutogradMeta>();
   impl.autograd->grad_fn = make_node(name, inputs, std::move(backward));
+}
+
+void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
+  detail::forget_base(output);
+  record_view(output, name, inputs, std::move(backward));
 }
 
 Tensor sum_to(const Tensor& grad, IntList sizes) {

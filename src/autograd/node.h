@@ -122,8 +122,13 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs);
 bool needs_grad(const std::vector<Tensor>& inputs);
 
 /// Makes `output` the result of a node named `name` (a string literal: the node keeps the
-/// pointer) over `inputs` with `backward`.
+/// pointer) over `inputs` with `backward`. The output becomes a tensor of its own: if the op
+/// built it as a view of an internal temporary (mm's squeeze of a batched product), it stops
+/// being a view, so that an in-place write to it is recorded on it and not on the temporary
+/// (PyTorch's _unsafe_view). View ops record with record_view instead.
 void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward);
+/// record() for the result of a view op, which stays a view of its base.
+void record_view(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward);
 inline void record(Tensor& output, const char* name, std::initializer_list<const Tensor*> inputs, BackwardFn backward) {
   record(output, name, std::span<const Tensor* const>(inputs.begin(), inputs.size()), std::move(backward));
 }

@@ -98,6 +98,11 @@ Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
   return view;
 }
 
+void forget_base(Tensor& t) {
+  t.impl().view_base.reset();
+  t.impl().view_made_without_grad = false;
+}
+
 Tensor make_alias(const Tensor& t) {
   return alias_with_geometry(t, t.impl().sizes, t.impl().strides, t.storage_offset());
 }
@@ -234,8 +239,9 @@ std::optional<Dims> view_strides(IntList old_sizes, IntList old_strides, IntList
 // Records a view (or copy) op for autograd: `grad_of` maps the output's gradient to self's.
 Tensor with_grad(Tensor out, const Tensor& self, const char* name, std::function<Tensor(const Tensor&)> grad_of) {
   if (autograd::needs_grad({&self})) {
-    autograd::record(out, name, {&self},
-                     [f = std::move(grad_of)](const Tensor& g) { return std::vector<Tensor>{f(g)}; });
+    const Tensor* inputs[] = {&self};
+    autograd::record_view(out, name, inputs,
+                          [f = std::move(grad_of)](const Tensor& g) { return std::vector<Tensor>{f(g)}; });
   }
   return out;
 }

@@ -22,6 +22,9 @@ Tensor make_pinned_tensor(IntList sizes, Dtype dtype);
 Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset);
 /// A tensor sharing t's storage and geometry but no autograd state and no base (detach()).
 Tensor make_alias(const Tensor& t);
+/// Makes an op's result, which the op built as a view of an internal temporary, a tensor of
+/// its own: not a view, as the result of PyTorch's op would be.
+void forget_base(Tensor& t);
 /// Wraps a possibly negative dim into [0, ndim); PyTorch's message when out of range.
 int64_t wrap_dim(int64_t dim, int64_t ndim);
 /// Throws unless `t` is defined, naming the op.

@@ -84,6 +84,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
     NoGradGuard no_grad;
     out = batched_product(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0);
   }
+  detail::forget_base(out);  // a result of its own, not a view of the batched product
   if (autograd::needs_grad({&a, &b})) record_product(out, "MmBackward0", a, b);
   return out;
 }
@@ -113,8 +114,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::OpContext context("matmul", {{"input", &a}, {"other", &b}});
   check_defined(a, "matmul");
   check_defined(b, "matmul");
-  if (!autograd::needs_grad({&a, &b})) return matmul_impl(a, b);
   Tensor out;
+  if (!autograd::needs_grad({&a, &b})) {
+    out = matmul_impl(a, b);
+    detail::forget_base(out);  // a result of its own, not a view of the product it was cut from
+    return out;
+  }
   {
     NoGradGuard no_grad;
     out = matmul_impl(a, b);

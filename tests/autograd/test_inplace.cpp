@@ -250,6 +250,32 @@ TEST(InplaceGradcheck, WritesThroughNestedAndStridedViews) {
             {f64({0.1, 0.2, 0.3, 0.4, 0.5, 0.6}), f64({1.5, -0.5})});
 }
 
+TEST(InplaceGradcheck, WritesIntoResultsOfOpsThatCutThemFromATemporary) {
+  // mm, matmul and linear build their results as views of a batched product; a write into part
+  // of one must not cut the gradient of the rest.
+  gradcheck("y = a.mm(w); y[0] *= 3; y += 1",
+            [](const std::vector<Tensor>& in) {
+              Tensor y = in[0].mm(in[1]);
+              y.select(0, 0).mul_(3);
+              y += 1;
+              return y;
+            },
+            {tensor({{0.1, -0.2}, {0.3, 0.4}}, kFloat64), tensor({{0.5, 0.6, -0.7}, {0.8, 0.9, 1.0}}, kFloat64)});
+  gradcheck("y = matmul(a3, w); y[1][0] = 0; linear(y, w2)",
+            [](const std::vector<Tensor>& in) {
+              Tensor y = matmul(in[0].view({2, 1, 2}), in[1]);
+              y.select(0, 1).select(0, 0).zero_();
+              Tensor z = nn::functional::linear(y, in[1].t());
+              z.select(-1, 1).add_(in[0].select(0, 0).view({2, 1}));
+              return z;
+            },
+            {tensor({{0.1, -0.2}, {0.3, 0.4}}, kFloat64), tensor({{0.5, 0.6}, {0.8, 0.9}}, kFloat64)});
+  Tensor a = ones({2, 2}), w = ones({2, 2});
+  EXPECT_FALSE(a.mm(w).is_view());
+  EXPECT_FALSE(matmul(a.view({1, 2, 2}), w).is_view());
+  EXPECT_FALSE(a.requires_grad_().mm(w).is_view());
+}
+
 TEST(InplaceGradcheck, FillAndZeroCutTheGradient) {
   gradcheck("h[0].fill_(3); h[2:].zero_()",
             [](const std::vector<Tensor>& in) {
