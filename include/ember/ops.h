@@ -43,6 +43,10 @@ Tensor all_finite(std::span<const Tensor> tensors);
 /// cond ? a : b element-wise; `cond` must be bool.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+/// x with `value` where the bool `mask` (broadcast with x) is true, as torch.masked_fill; a
+/// tensor value must be 0-dim, and receives the gradient of the filled positions.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
 
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);

@@ -156,6 +156,8 @@ class Tensor {
   Tensor relu() const;
   Tensor gelu() const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
   Tensor eq(const Tensor& other) const;
   Tensor ne(const Tensor& other) const;
   Tensor lt(const Tensor& other) const;
@@ -168,6 +170,10 @@ class Tensor {
   Tensor& div_(const Tensor& other);
   Tensor& add_(const Scalar& other);
   Tensor& mul_(const Scalar& other);
+  Tensor& relu_();
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& masked_fill_(const Tensor& mask, const Tensor& value);
 
   // ---- reductions ----
   Tensor sum() const;

@@ -174,7 +174,11 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   return bias.defined() ? out + bias : out;
 }
 
-Tensor relu(const Tensor& input) { return ember::relu(input); }
+Tensor relu(const Tensor& input, bool inplace) {
+  if (!inplace) return ember::relu(input);
+  Tensor written = input;  // the same tensor: the write is visible to the caller's handle
+  return written.relu_();
+}
 
 Tensor gelu(const Tensor& input, const std::string& approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");

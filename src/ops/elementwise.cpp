@@ -427,6 +427,43 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   return out;
 }
 
+namespace {
+Tensor masked_fill_with(const Tensor& x, const Tensor& mask, const Tensor& value, bool value_is_tensor) {
+  check_defined(x, "masked_fill");
+  check_defined(mask, "masked_fill");
+  check_defined(value, "masked_fill");
+  EMBER_CHECK(mask.dtype() == kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              cpp_type_name(mask.dtype()));
+  EMBER_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  ops::check_same_device("masked_fill", {{"self", &x}, {"mask", &mask}});
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // the node recorded below is masked_fill's own
+    out = where(mask, value.to(x.device(), x.dtype()), x);
+  }
+  if (autograd::needs_grad({&x, &value})) {
+    autograd::record(out, value_is_tensor ? "MaskedFillBackward1" : "MaskedFillBackward0", {&x, &value},
+                     [sm = SavedTensor(mask), value_is_tensor](const Tensor& g) {
+                       Tensor m = sm.get(), z = zeros_like(g);
+                       return std::vector<Tensor>{where(m, z, g), value_is_tensor ? where(m, g, z).sum() : Tensor()};
+                     });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  detail::OpContext context("masked_fill", {{"input", &x}, {"mask", &mask}});
+  check_defined(x, "masked_fill");
+  return masked_fill_with(x, mask, ops::wrap_scalar(value, x.dtype(), x.device()), false);
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
+  detail::OpContext context("masked_fill", {{"input", &x}, {"mask", &mask}, {"value", &value}});
+  return masked_fill_with(x, mask, value, true);
+}
+
 // ---- Tensor methods ----
 
 Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const { return ember::add(*this, other, alpha); }
@@ -446,6 +483,12 @@ Tensor Tensor::relu() const { return ember::relu(*this); }
 Tensor Tensor::gelu() const { return ember::gelu(*this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return ember::clamp(*this, min, max);
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return ember::masked_fill(*this, mask, value);
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
+  return ember::masked_fill(*this, mask, value);
 }
 Tensor Tensor::eq(const Tensor& other) const { return ember::eq(*this, other); }
 Tensor Tensor::ne(const Tensor& other) const { return ember::ne(*this, other); }
@@ -477,6 +520,23 @@ Tensor& Tensor::add_(const Scalar& other) {
 Tensor& Tensor::mul_(const Scalar& other) {
   detail::OpContext context("mul_", {{"self", this}});
   return assign_result(*this, binary(BinaryOp::Mul, *this, other), "mul");
+}
+Tensor& Tensor::relu_() {
+  detail::OpContext context("relu_", {{"self", this}});
+  return assign_result(*this, ember::relu(*this), "relu");  // relu keeps its result, not self
+}
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  detail::OpContext context("clamp_", {{"self", this}});
+  // clamp keeps its input for the gradient: while recording, it reads a copy of self.
+  return assign_result(*this, ember::clamp(autograd::needs_grad({this}) ? clone() : *this, min, max), "clamp");
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
+  detail::OpContext context("masked_fill_", {{"self", this}, {"mask", &mask}});
+  return assign_result(*this, ember::masked_fill(*this, mask, value), "masked_fill");
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value) {
+  detail::OpContext context("masked_fill_", {{"self", this}, {"mask", &mask}, {"value", &value}});
+  return assign_result(*this, ember::masked_fill(*this, mask, value), "masked_fill");
 }
 
 // ---- operators ----

@@ -276,6 +276,38 @@ TEST(InplaceGradcheck, WritesIntoResultsOfOpsThatCutThemFromATemporary) {
   EXPECT_FALSE(a.requires_grad_().mm(w).is_view());
 }
 
+TEST(InplaceGradcheck, ReluClampAndMaskedFillInPlace) {
+  gradcheck("h.relu_(); h.clamp_(-0.5, 1.5); h[1].masked_fill_(mask, y)",
+            [](const std::vector<Tensor>& in) {
+              Tensor h = in[0] * 3.0;
+              h.clamp_(-1.0, 4.0);  // clamp keeps its input: it must read a copy of h
+              h.relu_();
+              h.select(0, 1).masked_fill_(tensor({1, 0, 1}).to(kBool), in[1]);
+              return h * in[0];
+            },
+            {tensor({{0.2, -0.3, 0.9}, {-0.1, 0.5, 2.0}}, kFloat64), tensor(0.75, kFloat64)});
+  Tensor x = f64({-1.0, 2.0}).requires_grad_();
+  Tensor h = x * 1;
+  EXPECT_EQ(h.relu_().grad_fn_name(), "ReluBackward0");
+  EXPECT_EQ(h.clamp_(std::nullopt, 1.0).grad_fn_name(), "ClampBackward1");
+  EXPECT_EQ(h.masked_fill_(tensor({1, 0}).to(kBool), 0.0).grad_fn_name(), "MaskedFillBackward0");
+}
+
+TEST(InplaceAutograd, AnInplaceReluModuleWritesItsInput) {
+  nn::ReLU relu(/*inplace=*/true);
+  Tensor x = f64({-1.0, 2.0}).requires_grad_();
+  Tensor hidden = x * 2;
+  Tensor out = relu.forward(hidden);
+  EXPECT_TRUE(out.is_same(hidden));  // the very tensor, as nn.ReLU(inplace=True) returns
+  EXPECT_TRUE(close(hidden.detach(), f64({0.0, 4.0})));
+  EXPECT_EQ(hidden.grad_fn_name(), "ReluBackward0");
+  out.sum().backward();
+  EXPECT_TRUE(close(x.grad(), f64({0.0, 2.0})));
+  EXPECT_EQ(error_of([&] { relu.forward(x); }),
+            "a leaf Variable that requires grad is being used in an in-place operation.");
+  EXPECT_TRUE(close(nn::ReLU().forward(f64({-3.0, 3.0})), f64({0.0, 3.0})));
+}
+
 TEST(InplaceGradcheck, FillAndZeroCutTheGradient) {
   gradcheck("h[0].fill_(3); h[2:].zero_()",
             [](const std::vector<Tensor>& in) {

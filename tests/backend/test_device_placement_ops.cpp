@@ -662,6 +662,14 @@ TEST_F(DevicePlacement, InplaceWritesWithBackward) {
     m.select(0, 1).copy_(v[0]);
     return m * 3.0;
   });
+  expect_same("masked_fill with a 0-dim value from the CPU, relu_, clamp_", {leaf(x), leaf(scalar_tensor(0.3))},
+              [](auto& v) {
+                Tensor h = v[0].masked_fill(v[0] > 0.5, v[1].to(Device(DeviceType::CPU)));
+                h.masked_fill_(v[0] < -1.0, 0.25);
+                h.clamp_(-0.5, std::nullopt);
+                h.relu_();
+                return h * v[0];
+              });
   expect_same("copy_ from a CPU tensor", {leaf(y)}, [&](auto& v) {
     Tensor cpu_source = v[0].to(Device(DeviceType::CPU)) * 2.0;  // on the CPU run, a plain copy
     Tensor h = buffer_like(v[0], {4});

@@ -16,7 +16,8 @@ namespace functional {
 
 /// y = x @ weight^T + bias; weight is [out_features, in_features], bias [out_features] or undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
-Tensor relu(const Tensor& input);
+/// With `inplace`, writes the result into `input` (PyTorch's F.relu(input, inplace=True)).
+Tensor relu(const Tensor& input, bool inplace = false);
 /// approximate = "none" (erf) or "tanh".
 Tensor gelu(const Tensor& input, const std::string& approximate = "none");
 Tensor silu(const Tensor& input);

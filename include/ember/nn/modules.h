@@ -34,8 +34,11 @@ class Flatten : public Module {
 
 class ReLU : public Module {
  public:
+  /// With `inplace`, forward writes into its input, as nn.ReLU(inplace=True).
+  explicit ReLU(bool inplace = false) : inplace(inplace) {}
   std::string name() const override { return "ReLU"; }
-  Tensor forward(const Tensor& input) override { return functional::relu(input); }
+  Tensor forward(const Tensor& input) override { return functional::relu(input, inplace); }
+  bool inplace;
 };
 
 class GELU : public Module {
