@@ -33,14 +33,31 @@ void AnomalyMode::set_enabled(bool enabled) { g_anomaly_enabled.store(enabled, s
 
 namespace autograd {
 
-// A tensor that needs no gradient is kept as a detached alias: it shares the storage (and so
-// its version counter) but not the autograd state. That is always the case for the op's own
-// output, which is saved before record() gives it its grad_fn; keeping the output itself would
-// make a cycle (output -> node -> closure -> output) that leaks the graph when backward never
-// runs. Inputs that require grad are kept as they are: backward formulas ask them for that.
+namespace {
+// What a SavedTensor keeps of `t`. Every form shares t's storage, and so its version counter.
+// - A tensor that needs no gradient: a detached alias. That is always the case for the op's own
+//   output, which is saved before record() gives it its grad_fn; keeping the output itself
+//   would make a cycle (output -> node -> closure -> output).
+// - A leaf that requires grad: the leaf itself, whose accumulator its gradient must reach.
+// - The result of another op: an alias holding the grad_fn t has now. Keeping t itself could
+//   make a cycle once a later in-place write gives t, or the base t is a view of, a history
+//   that leads back to the saving node (h.mul_(h); a buffer row saved by one op, then the
+//   buffer written through another row). Such a graph fails the version check at backward,
+//   but without the cycle it is still freed when nobody runs it.
+Tensor saved_form(const Tensor& t) {
+  if (!t.defined()) return t;
+  if (!t.requires_grad()) return t.detach();
+  std::shared_ptr<Node> history = grad_fn_of(t);
+  if (!history) return t;
+  Tensor alias = t.detach();
+  alias.impl().autograd = std::make_shared<AutogradMeta>();
+  alias.impl().autograd->grad_fn = std::move(history);
+  return alias;
+}
+}  // namespace
+
 SavedTensor::SavedTensor(const Tensor& t)
-    : tensor_(t.defined() && !t.requires_grad() ? t.detach() : t),
-      version_(t.defined() ? t.impl().storage->version() : 0) {}
+    : tensor_(saved_form(t)), version_(t.defined() ? t.impl().storage->version() : 0) {}
 
 SavedTensor SavedTensor::output(const Tensor& t) {
   SavedTensor saved(t);

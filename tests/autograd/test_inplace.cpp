@@ -5,6 +5,7 @@
 // are PyTorch 2.15's.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -175,6 +176,27 @@ TEST(InplaceAutograd, AWriteToATensorAnOpKeptFailsAtBackward) {
   Tensor y = x.exp();
   y.add_(1);  // exp keeps its result
   EXPECT_NE(error_of([&] { y.sum().backward(); }).find("modified by an inplace operation"), std::string::npos);
+}
+
+TEST(InplaceAutograd, AGraphAWriteInvalidatedIsFreedWithoutABackwardPass) {
+  // What an op saves must not lead back to the saving node once a write rebases the saved
+  // tensor or its base: such a graph would be a reference cycle and never be freed.
+  std::weak_ptr<detail::TensorImpl> written, buffer;
+  {
+    Tensor x = f64({1.0, 2.0}).requires_grad_();
+    Tensor h = x * 1;
+    h.mul_(h);
+    written = h.impl_ptr();
+    Tensor states = zeros({2, 2}, kFloat64);
+    Tensor previous = zeros({2}, kFloat64);
+    for (int64_t t = 0; t < 2; ++t) {
+      states.select(0, t).copy_(tanh(x * previous));
+      previous = states.select(0, t);
+    }
+    buffer = states.impl_ptr();
+  }
+  EXPECT_TRUE(written.expired());
+  EXPECT_TRUE(buffer.expired());
 }
 
 TEST(InplaceAutograd, MulAndDivKeepTheOriginalSelfForTheOthersGradient) {
