@@ -47,11 +47,10 @@ namespace {
 Tensor saved_form(const Tensor& t) {
   if (!t.defined()) return t;
   if (!t.requires_grad()) return t.detach();
-  std::shared_ptr<Node> history = grad_fn_of(t);
+  const std::shared_ptr<Node>& history = grad_fn_of(t);
   if (!history) return t;
   Tensor alias = t.detach();
-  alias.impl().autograd = std::make_shared<AutogradMeta>();
-  alias.impl().autograd->grad_fn = std::move(history);
+  set_grad_fn(alias, history);
   return alias;
 }
 }  // namespace
@@ -69,8 +68,7 @@ Tensor SavedTensor::get() const {
   if (is_output_ && GradMode::is_enabled() && g_running_node != nullptr) {
     // create_graph: the output again, as a tensor produced by the node now running.
     Tensor attached = checked().detach();
-    attached.impl().autograd = std::make_shared<AutogradMeta>();
-    attached.impl().autograd->grad_fn = g_running_node->shared_from_this();
+    set_grad_fn(attached, g_running_node->shared_from_this());
     return attached;
   }
   return checked();
@@ -132,10 +130,14 @@ std::shared_ptr<Node> make_node(const char* name, std::span<const Tensor* const>
   return node;
 }
 
-void record_view(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
-  detail::TensorImpl& impl = output.impl();
+void set_grad_fn(const Tensor& t, std::shared_ptr<Node> fn) {
+  detail::TensorImpl& impl = t.impl();
   if (!impl.autograd) impl.autograd = std::make_shared<AutogradMeta>();
-  impl.autograd->grad_fn = make_node(name, inputs, std::move(backward));
+  impl.autograd->grad_fn = std::move(fn);
+}
+
+void record_view(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
+  set_grad_fn(output, make_node(name, inputs, std::move(backward)));
 }
 
 void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
@@ -469,7 +471,7 @@ HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulate
 }
 
 std::string Tensor::grad_fn_name() const {
-  const auto fn = autograd::grad_fn_of(*this);
+  const auto& fn = autograd::grad_fn_of(*this);
   return fn ? std::string(fn->name) : std::string();
 }
 

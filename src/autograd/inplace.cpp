@@ -93,25 +93,24 @@ Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geom
   return from_buffer(to_buffer(grad, output, span), input, span);
 }
 
-std::shared_ptr<Node> grad_fn_of(const Tensor& t) {
+const std::shared_ptr<Node>& grad_fn_of(const Tensor& t) {
+  static const std::shared_ptr<Node> kNone;
   detail::TensorImpl& impl = t.impl();
-  AutogradMeta* meta = impl.autograd.get();
-  std::shared_ptr<Node> current = meta ? meta->grad_fn : nullptr;
+  const std::shared_ptr<Node>& current = impl.autograd ? impl.autograd->grad_fn : kNone;
   if (!impl.view_base) return current;
   const uint32_t version = impl.storage->version();
   if (version == impl.view_version) return current;
   Tensor base(impl.view_base);
-  if (!current && !base.requires_grad()) return nullptr;
+  if (!current && !base.requires_grad()) return kNone;
   // The storage was written since this view's grad_fn was set: the view is now read from
   // its base's current history.
   auto rebuilt =
       make_node("AsStridedBackward0", {&base}, [input = Geometry::of(base), output = Geometry::of(t)](const Tensor& g) {
         return std::vector<Tensor>{as_strided_backward(g, input, output)};
       });
-  if (!meta) impl.autograd = std::make_shared<AutogradMeta>();
-  impl.autograd->grad_fn = rebuilt;
+  set_grad_fn(t, std::move(rebuilt));
   impl.view_version = version;
-  return rebuilt;
+  return impl.autograd->grad_fn;
 }
 
 void check_inplace(const Tensor& self) {
@@ -132,8 +131,7 @@ void check_inplace(const Tensor& self) {
 void rebase_history(const Tensor& self, std::shared_ptr<Node> history) {
   detail::TensorImpl& impl = self.impl();
   if (!impl.view_base) {
-    if (!impl.autograd) impl.autograd = std::make_shared<AutogradMeta>();
-    impl.autograd->grad_fn = std::move(history);
+    set_grad_fn(self, std::move(history));
     return;
   }
   // Through a view: the written region of the base's gradient belongs to `history`, the rest
@@ -149,8 +147,7 @@ void rebase_history(const Tensor& self, std::shared_ptr<Node> history) {
       });
   copy_slices->next.push_back({std::move(history)});
   copy_slices->inputs.push_back(InputMeta{Dims(self.sizes()), self.dtype(), self.device()});
-  if (!base.impl().autograd) base.impl().autograd = std::make_shared<AutogradMeta>();
-  base.impl().autograd->grad_fn = std::move(copy_slices);
+  set_grad_fn(base, std::move(copy_slices));
 }
 
 }  // namespace ember::autograd

@@ -149,7 +149,10 @@ std::shared_ptr<Node> gradient_node(const Tensor& t);
 
 /// t's grad_fn (null for a leaf). For a view whose storage was written in place since its
 /// grad_fn was set, the grad_fn is first rebuilt as a view of its base's current history.
-std::shared_ptr<Node> grad_fn_of(const Tensor& t);
+/// The reference stays valid until t's grad_fn next changes.
+const std::shared_ptr<Node>& grad_fn_of(const Tensor& t);
+/// Sets t's grad_fn, giving t its autograd state first if it has none.
+void set_grad_fn(const Tensor& t, std::shared_ptr<Node> fn);
 
 // In-place writes (src/autograd/inplace.cpp). An op that writes into `self` while recording
 // (grad mode on, and self or an operand requiring grad) calls check_inplace before the write
