@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ember/detail/tensor_impl.h"
 #include "ember/device.h"
@@ -101,6 +102,15 @@ class Tensor {
   Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
                int64_t step = 1) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
+  /// torch.chunk: up to `chunks` views of ceil(size / chunks) along `dim`, the last one smaller
+  /// (so there may be fewer than `chunks`).
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  /// torch.split with an int: views of `split_size` along `dim`, the last one smaller.
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  /// torch.split with a list: views of these sizes along `dim`, which must add up to its size.
+  std::vector<Tensor> split_with_sizes(IntList split_sizes, int64_t dim = 0) const;
+  /// torch.unbind: every index of `dim`, as views without that dimension.
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
   Tensor squeeze() const;
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;

@@ -145,6 +145,31 @@ void record(Tensor& output, const char* name, std::span<const Tensor* const> inp
   record_view(output, name, inputs, std::move(backward));
 }
 
+void record_pieces(std::vector<Tensor>& pieces, const char* name, const Tensor& self, GatherBackwardFn gather) {
+  if (pieces.size() <= 1) {
+    // One piece is all of self: a plain view node, whose gather sees a single slot.
+    if (pieces.empty()) return;
+    const Tensor* inputs[] = {&self};
+    record_view(pieces[0], name, inputs, [gather](const Tensor& g) {
+      std::vector<Tensor> slot_grads{g};
+      return gather(slot_grads);
+    });
+    return;
+  }
+  auto collector = make_node(name, {&self}, nullptr);
+  collector->slots = static_cast<uint32_t>(pieces.size());
+  collector->gather = std::move(gather);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    auto node = std::make_shared<Node>();
+    node->name = name;
+    node->sequence_nr = g_sequence.fetch_add(1);
+    node->next.push_back({collector, static_cast<uint32_t>(i)});
+    node->inputs.push_back(InputMeta{Dims(pieces[i].sizes()), pieces[i].dtype(), pieces[i].device()});
+    node->backward = [](const Tensor& g) { return std::vector<Tensor>{g}; };
+    set_grad_fn(pieces[i], std::move(node));
+  }
+}
+
 Tensor sum_to(const Tensor& grad, IntList sizes) {
   if (same_dims(grad.sizes(), sizes)) return grad;
   const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
@@ -260,6 +285,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     ~CallbacksScope() { g_final_callbacks = previous; }
   } callbacks_scope(&final_callbacks);
   std::unordered_map<Node*, Tensor> buffers;
+  std::unordered_map<Node*, std::vector<Tensor>> slot_buffers;  // of gather nodes
   std::vector<std::shared_ptr<Node>> roots;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
@@ -294,13 +320,20 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     Node* node = ready.top();
     ready.pop();
     Tensor grad;
-    if (auto it = buffers.find(node); it != buffers.end()) {
+    std::vector<Tensor> slot_grads;
+    if (node->slots > 1) {
+      if (auto it = slot_buffers.find(node); it != slot_buffers.end()) {
+        slot_grads = std::move(it->second);
+        slot_buffers.erase(it);
+      }
+    } else if (auto it = buffers.find(node); it != buffers.end()) {
       grad = std::move(it->second);
       buffers.erase(it);
     }
     if (task.is_target.contains(node)) target_grads[node] = grad;
     // grad() never accumulates, and runs a node only when a target lies beyond it.
-    bool runs = grad.defined() && (targets.empty() || !node->accumulates);
+    const bool has_grad = node->slots > 1 ? !slot_grads.empty() : grad.defined();
+    bool runs = has_grad && (targets.empty() || !node->accumulates);
     if (runs && !targets.empty()) {
       runs = std::any_of(node->next.begin(), node->next.end(),
                          [&](const Edge& e) { return e.node && task.needs(e.node.get()); });
@@ -319,7 +352,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
           explicit RunningScope(Node* mine) : previous(g_running_node) { g_running_node = mine; }
           ~RunningScope() { g_running_node = previous; }
         } running(node);
-        input_grads = node->backward(grad);
+        input_grads = node->slots > 1 ? node->gather(slot_grads) : node->backward(grad);
         EMBER_CHECK(input_grads.size() == node->next.size(), "[autograd] ", node->name, " returned ",
                     input_grads.size(), " gradients for ", node->next.size(), " inputs");
         if (AnomalyMode::is_enabled()) check_for_nan(*node, input_grads);
@@ -327,6 +360,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     }
     if (!keep_graph && !node->accumulates && (runs || targets.empty())) {
       node->backward = nullptr;
+      node->gather = nullptr;
       node->released = true;
     }
     for (size_t i = 0; i < node->next.size(); ++i) {
@@ -344,8 +378,15 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
           g = g.to(meta.device);
         }
         if (g.dtype() != meta.dtype) g = g.to(meta.dtype);
-        Tensor& slot = buffers[next];
-        slot = slot.defined() ? slot + g : g;
+        Tensor* slot = nullptr;
+        if (next->slots > 1) {
+          std::vector<Tensor>& slots = slot_buffers[next];
+          if (slots.empty()) slots.resize(next->slots);
+          slot = &slots[node->next[i].slot];
+        } else {
+          slot = &buffers[next];
+        }
+        *slot = slot->defined() ? *slot + g : g;
       }
       if (--task.dependencies[next] == 0) ready.push(next);
     }

@@ -116,11 +116,25 @@ const std::shared_ptr<Node>& grad_fn_of(const Tensor& t) {
 void check_inplace(const Tensor& self) {
   const detail::TensorImpl& impl = self.impl();
   if (impl.view_base) {
-    EMBER_CHECK(!impl.view_made_without_grad,
+    using Creation = detail::TensorImpl::ViewCreation;
+    EMBER_CHECK(impl.view_creation != Creation::NoGradMode,
                 "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that "
                 "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
                 "both the view and the inplace either both inside the no_grad block (if you don't want the inplace "
                 "to be tracked) or both outside (if you want the inplace to be tracked).");
+    if (impl.view_creation == Creation::MultiOutput) {
+      // Which piece was written is ambiguous to the op's one backward: PyTorch refuses it.
+      const char* why =
+          " This view is the output of a function that returns multiple views. Such functions do not allow the "
+          "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+      const std::shared_ptr<Node>& fn = grad_fn_of(self);
+      if (!fn) {
+        detail::fail("A view was created in no_grad mode and is being modified inplace with grad mode enabled.", why);
+      }
+      std::string op = fn->name;
+      if (op.ends_with("Backward0")) op.resize(op.size() - 9);
+      detail::fail("Output ", impl.view_output_nr, " of ", op, " is a view and is being modified inplace.", why);
+    }
     EMBER_CHECK(!(self.requires_grad() && Tensor(impl.view_base).is_leaf()),
                 "a view of a leaf Variable that requires grad is being used in an in-place operation.");
   }

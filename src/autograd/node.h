@@ -27,6 +27,7 @@ struct Node;
 
 struct Edge {
   std::shared_ptr<Node> node;  // null: the input needs no gradient
+  uint32_t slot = 0;           // which of node's gradient slots this edge feeds (see Node::slots)
 };
 
 struct InputMeta {
@@ -36,6 +37,9 @@ struct InputMeta {
 };
 
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+/// A gather node's backward: one gradient per slot (undefined where none arrived) in, one per
+/// input out.
+using GatherBackwardFn = std::function<std::vector<Tensor>(std::vector<Tensor>& slot_grads)>;
 
 /// A vector with room for N elements inside it, so that a node over one or two inputs (nearly
 /// every op) records without allocating its per-input lists. Past N it moves to the heap.
@@ -90,6 +94,12 @@ struct Node : std::enable_shared_from_this<Node> {
   InlineVector<Edge, 2> next;  // one per input, in order
   InlineVector<InputMeta, 2> inputs;
   BackwardFn backward;  // empty once released
+  // A gather node (slots > 1) receives its gradients in separate slots instead of one sum and
+  // runs `gather` on them once: the shared node behind the pieces of one split (unbind, split,
+  // chunk), which builds the whole input's gradient in one pass rather than adding up one
+  // input-sized gradient per piece. No tensor has a gather node as its grad_fn.
+  uint32_t slots = 1;
+  GatherBackwardFn gather;  // empty once released
   bool released = false;
   bool accumulates = false;                // an AccumulateGrad node of a leaf
   std::weak_ptr<detail::TensorImpl> leaf;  // the leaf it accumulates into
@@ -135,6 +145,11 @@ inline void record(Tensor& output, const char* name, std::initializer_list<const
 inline void record(Tensor& output, const char* name, const std::vector<const Tensor*>& inputs, BackwardFn backward) {
   record(output, name, std::span<const Tensor* const>(inputs), std::move(backward));
 }
+
+/// Records `pieces`, views of `self` that split it along one dimension (unbind, split, chunk):
+/// each piece gets a node named `name` that hands its gradient on to its own slot of one gather
+/// node over self, whose `gather` builds self's gradient from the pieces' gradients at once.
+void record_pieces(std::vector<Tensor>& pieces, const char* name, const Tensor& self, GatherBackwardFn gather);
 
 /// A node named `name` over `inputs`, not yet attached to any tensor.
 std::shared_ptr<Node> make_node(const char* name, std::span<const Tensor* const> inputs, BackwardFn backward);

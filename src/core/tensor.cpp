@@ -94,13 +94,16 @@ Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
   const TensorImpl& from = base.impl();
   impl.view_base = from.view_base ? from.view_base : base.impl_ptr();
   impl.view_version = from.storage->version();
-  impl.view_made_without_grad = !GradMode::is_enabled();
+  // As PyTorch's propagate_creation_meta: a view made in grad mode keeps what its base view had.
+  const auto made = GradMode::is_enabled() ? TensorImpl::ViewCreation::Default : TensorImpl::ViewCreation::NoGradMode;
+  impl.view_creation = from.view_base && made == TensorImpl::ViewCreation::Default ? from.view_creation : made;
   return view;
 }
 
 void forget_base(Tensor& t) {
   t.impl().view_base.reset();
-  t.impl().view_made_without_grad = false;
+  t.impl().view_creation = TensorImpl::ViewCreation::Default;
+  t.impl().view_output_nr = 0;
 }
 
 Tensor make_alias(const Tensor& t) {

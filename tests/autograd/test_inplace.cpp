@@ -168,6 +168,39 @@ TEST(InplaceAutograd, RefusesWhatPyTorchRefuses) {
   EXPECT_EQ(base.sum().item<float>(), 2.0f);  // only the allowed add_ landed
 }
 
+// The pieces of unbind/split/chunk share one backward, which cannot tell which piece a write
+// changed: PyTorch refuses such writes while recording, naming the piece and the op (messages
+// printed by PyTorch 2.15 for the same calls), and views of a piece inherit the refusal.
+TEST(InplaceAutograd, RefusesWritesIntoPiecesOfASplit) {
+  const std::string why =
+      " This view is the output of a function that returns multiple views. Such functions do not allow the output "
+      "views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+  Tensor x = zeros({3, 4}).requires_grad_();
+  Tensor h = x * 1;
+  EXPECT_EQ(error_of([&] { h.unbind(0)[2].add_(1); }),
+            "Output 2 of Unbind is a view and is being modified inplace." + why);
+  EXPECT_EQ(error_of([&] {
+              h.split_with_sizes({1, 2})[1].add_(1);
+            }),
+            "Output 1 of SplitWithSizes is a view and is being modified inplace." + why);
+  EXPECT_EQ(error_of([&] { h.chunk(2, 1)[0].mul_(2); }),
+            "Output 0 of Split is a view and is being modified inplace." + why);
+  EXPECT_EQ(error_of([&] { h.unbind(0)[2].slice(0, 1).add_(1); }),
+            "Output 0 of Slice is a view and is being modified inplace." + why);
+  // A piece of a tensor that needs no gradient, written with one that does.
+  Tensor plain = zeros({3, 4});
+  EXPECT_EQ(error_of([&] { plain.unbind(0)[0].add_(x[0]); }),
+            "A view was created in no_grad mode and is being modified inplace with grad mode enabled." + why);
+  // Nothing to record, or pieces made in no-grad mode and written there: allowed.
+  plain.unbind(0)[1].add_(1);
+  {
+    NoGradGuard no_grad;
+    h.unbind(0)[0].fill_(5);
+  }
+  EXPECT_EQ(plain.sum().item<float>(), 4.0f);
+  EXPECT_EQ(h.sum().item<float>(), 20.0f);
+}
+
 TEST(InplaceAutograd, AWriteToATensorAnOpKeptFailsAtBackward) {
   Tensor x = f64({1.0, 2.0}).requires_grad_();
   Tensor h = x * 1;

@@ -57,7 +57,12 @@ struct TensorImpl {
   /// The storage's version when this view's grad_fn was last set; once a write to the storage
   /// moves past it, the grad_fn is rebuilt from the base's history.
   uint32_t view_version = 0;
-  bool view_made_without_grad = false;  // made in no-grad mode: an in-place write under grad is refused
+  /// How this view was made, for the in-place writes PyTorch refuses (its CreationMeta): in
+  /// no-grad mode, or as one of several views one op returns (unbind, split, chunk), whose
+  /// index is view_output_nr. A view of such a view inherits it.
+  enum class ViewCreation : uint8_t { Default, NoGradMode, MultiOutput };
+  ViewCreation view_creation = ViewCreation::Default;
+  uint32_t view_output_nr = 0;
 
   void* data() const {
     return static_cast<char*>(storage->data()) + offset * static_cast<int64_t>(element_size(dtype));
