@@ -355,6 +355,48 @@ TEST_P(DeviceParityNn, LossFunctionsForwardAndBackward) {
   EXPECT_CLOSE_TO_CPU(bce(on(logits), on(p)), want, 1e-5, 1e-6);
 }
 
+// The recurrent layers: the same module on both devices, given the same input and state; the
+// output, the last states and every parameter's gradient match.
+TEST_P(DeviceParityNn, RecurrentLayers) {
+  Tensor x = randn({3, 6, 5});  // batch_first: [batch, steps, features]
+  auto compare = [&](nn::Module& cpu, nn::Module& dev, const std::function<Tensor(nn::Module&, const Tensor&)>& run) {
+    dev.to(device());
+    Tensor yc = run(cpu, x), yd = run(dev, on(x));
+    EXPECT_CLOSE_TO_CPU(yd, yc, kRtol, kAtol);
+    yc.pow(2).sum().backward();
+    yd.pow(2).sum().backward();
+    const auto pc = cpu.named_parameters(), pd = dev.named_parameters();
+    ASSERT_EQ(pc.size(), pd.size());
+    for (size_t i = 0; i < pc.size(); ++i) {
+      SCOPED_TRACE(pc[i].first);
+      EXPECT_CLOSE_TO_CPU(pd[i].second.grad(), pc[i].second.grad(), kRtol, kAtol);
+    }
+  };
+  const nn::RNNOptions lstm_options{.num_layers = 2, .batch_first = true, .bidirectional = true, .proj_size = 3};
+  manual_seed(4);
+  nn::LSTM lstm_cpu(5, 4, lstm_options);
+  manual_seed(4);
+  nn::LSTM lstm_dev(5, 4, lstm_options);
+  Tensor h0 = randn({4, 3, 3}), c0 = randn({4, 3, 4});
+  compare(lstm_cpu, lstm_dev, [&](nn::Module& m, const Tensor& in) {
+    nn::LSTMOutput out = static_cast<nn::LSTM&>(m).forward(in, h0.to(in.device()), c0.to(in.device()));
+    return cat({out.output.flatten(), out.h_n.flatten(), out.c_n.flatten()}, 0);
+  });
+  manual_seed(5);
+  nn::GRU gru_cpu(5, 4, {.num_layers = 2, .batch_first = true});
+  manual_seed(5);
+  nn::GRU gru_dev(5, 4, {.num_layers = 2, .batch_first = true});
+  compare(gru_cpu, gru_dev, [](nn::Module& m, const Tensor& in) {
+    nn::RNNOutput out = static_cast<nn::GRU&>(m).forward(in, Tensor());
+    return cat({out.output.flatten(), out.h_n.flatten()}, 0);
+  });
+  manual_seed(6);
+  nn::RNNCell cell_cpu(5, 4, true, "relu");
+  manual_seed(6);
+  nn::RNNCell cell_dev(5, 4, true, "relu");
+  compare(cell_cpu, cell_dev, [](nn::Module& m, const Tensor& in) { return m(in.select(1, 0)); });
+}
+
 EMBER_INSTANTIATE_DEVICE_SUITE(DeviceParityNn);
 
 }  // namespace

@@ -87,6 +87,45 @@ TEST_F(DevicePlacement, DropoutInTrainingMode) {
   EXPECT_TRUE(close_to_cpu(F::dropout(on(ones({4})), 0.0, true), ones({4}), 0, 0, "dropout p=0"));
 }
 
+// The split ops' gather node (zeros for unused pieces) and the recurrent layers, whose initial
+// states and gathered gradients must be made on the input's device.
+TEST_F(DevicePlacement, SplitsAndRecurrentLayers) {
+  const Tensor x = randn({4, 3, 5});
+  expect_same("unbind, pieces unused", {leaf(x)}, [](auto& v) {
+    std::vector<Tensor> steps = v[0].unbind(0);
+    return steps[0] * 2 + steps[2];
+  });
+  expect_same("chunk", {leaf(x)}, [](auto& v) { return v[0].chunk(3, 2)[1].sum(); });
+  expect_same("split_with_sizes", {leaf(x)}, [](auto& v) {
+    std::vector<Tensor> parts = v[0].split_with_sizes({1, 2}, 1);
+    return parts[1].exp();
+  });
+  auto check = [&](nn::Module& cpu, nn::Module& d, const std::string& what) {
+    d.to(dev());
+    Tensor yc = cpu(x), yd = d(on(x));
+    EXPECT_EQ(yd.device(), dev()) << what;
+    EXPECT_TRUE(close_to_cpu(yd, yc, 1e-6, 1e-6, what + " output"));
+    yc.pow(2).sum().backward();
+    yd.pow(2).sum().backward();
+    for (const auto& [name, p] : d.named_parameters()) EXPECT_EQ(p.grad().device(), dev()) << what << " " << name;
+    expect_same_state(d, cpu, what, 1e-6, 1e-6);
+    const auto pc = cpu.named_parameters(), pd = d.named_parameters();
+    for (size_t i = 0; i < pc.size(); ++i) {
+      EXPECT_TRUE(close_to_cpu(pd[i].second.grad(), pc[i].second.grad(), 1e-5, 1e-6, what + " " + pc[i].first));
+    }
+  };
+  manual_seed(7);
+  nn::LSTM lstm_cpu(5, 4, {.num_layers = 2, .bidirectional = true, .proj_size = 2});
+  manual_seed(7);
+  nn::LSTM lstm_dev(5, 4, {.num_layers = 2, .bidirectional = true, .proj_size = 2});
+  check(lstm_cpu, lstm_dev, "LSTM");
+  manual_seed(8);
+  nn::GRU gru_cpu(5, 4, {.batch_first = true});
+  manual_seed(8);
+  nn::GRU gru_dev(5, 4, {.batch_first = true});
+  check(gru_cpu, gru_dev, "GRU");
+}
+
 TEST_F(DevicePlacement, Conv2d) {
   const Tensor x = randn({2, 4, 7, 6});
   expect_same("conv2d", {leaf(x), leaf(randn({3, 4, 3, 3})), leaf(randn({3}))},

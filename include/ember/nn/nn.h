@@ -9,3 +9,4 @@
 #include "ember/nn/modules.h"
 #include "ember/nn/parallel.h"
 #include "ember/nn/pooling.h"
+#include "ember/nn/rnn.h"

@@ -1,0 +1,399 @@
+// RNN, LSTM, GRU and their cells, written with ember's recorded ops (matmul, the activations,
+// chunk, unbind, stack), so that autograd and every backend come with them. Per layer and
+// direction, the input's projection x W_ih^T (+ biases) is one matrix product over all steps;
+// only h W_hh^T is computed step by step. The steps read that projection through unbind, whose
+// one gather node keeps backward linear in the sequence length.
+#include "ember/nn/rnn.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/check.h"
+#include "core/tensor_internal.h"
+#include "ember/factories.h"
+#include "ember/nn/functional.h"
+#include "ember/nn/init.h"
+#include "ember/ops.h"
+
+namespace ember::nn {
+
+namespace {
+
+const char* mode_name(RNNBase::Mode mode) {
+  switch (mode) {
+    case RNNBase::Mode::LSTM:
+      return "LSTM";
+    case RNNBase::Mode::GRU:
+      return "GRU";
+    default:
+      return "RNN";
+  }
+}
+
+std::string sizes_str(IntList sizes, const char* open, const char* close) {
+  std::string s = open;
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + close;
+}
+
+Tensor zeros_for(IntList sizes, const Tensor& like) {
+  return zeros(sizes, TensorOptions(like.dtype()).device(like.device()));
+}
+
+/// x W^T for x of any rank >= 2, as one matrix product over all leading dimensions.
+Tensor times_transposed(const Tensor& x, const Tensor& weight) {
+  if (x.dim() == 2) return matmul(x, weight.t());
+  std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
+  out_sizes.back() = weight.size(0);
+  return matmul(x.reshape({-1, x.size(-1)}), weight.t()).view(out_sizes);
+}
+
+/// One step of each recurrence, given the input's projection for this step (`xp`, which holds
+/// b_ih, and for RNN and LSTM b_hh too) and the previous state.
+struct Step {
+  const Tensor& w_hh;
+  const Tensor& b_hh;  // GRU only (the others fold it into xp); may be undefined
+  const Tensor& w_hr;  // projected LSTM only
+};
+
+Tensor rnn_step(const Tensor& xp, const Tensor& h, const Step& p, bool relu) {
+  Tensor pre = xp + matmul(h, p.w_hh.t());
+  return relu ? ember::relu(pre) : ember::tanh(pre);
+}
+
+void lstm_step(const Tensor& xp, Tensor& h, Tensor& c, const Step& p) {
+  std::vector<Tensor> gates = (xp + matmul(h, p.w_hh.t())).chunk(4, 1);
+  c = sigmoid(gates[1]) * c + sigmoid(gates[0]) * ember::tanh(gates[2]);
+  h = sigmoid(gates[3]) * ember::tanh(c);
+  if (p.w_hr.defined()) h = matmul(h, p.w_hr.t());
+}
+
+Tensor gru_step(const Tensor& xp, const Tensor& h, const Step& p) {
+  Tensor hp = matmul(h, p.w_hh.t());
+  if (p.b_hh.defined()) hp = hp + p.b_hh;
+  std::vector<Tensor> x_rzn = xp.chunk(3, 1), h_rzn = hp.chunk(3, 1);
+  Tensor r = sigmoid(x_rzn[0] + h_rzn[0]);
+  Tensor z = sigmoid(x_rzn[1] + h_rzn[1]);
+  Tensor n = ember::tanh(x_rzn[2] + r * h_rzn[2]);
+  return n + z * (h - n);  // (1 - z) n + z h, one op fewer
+}
+
+void check_probability(double p) {
+  EMBER_CHECK(p >= 0.0 && p <= 1.0,
+              "dropout should be a number in range [0, 1] representing the probability of an element being zeroed");
+}
+
+}  // namespace
+
+// ---- RNNBase ----
+
+RNNBase::RNNBase(Mode mode, int64_t input_size, int64_t hidden_size, RNNOptions options)
+    : mode(mode), input_size(input_size), hidden_size(hidden_size), options(std::move(options)) {
+  const RNNOptions& o = this->options;
+  check_probability(o.dropout);
+  EMBER_CHECK(input_size > 0, "input_size must be greater than zero");
+  EMBER_CHECK(hidden_size > 0, "hidden_size must be greater than zero");
+  EMBER_CHECK(o.num_layers > 0, "num_layers must be greater than zero");
+  EMBER_CHECK(o.proj_size >= 0, "proj_size should be a positive integer or zero to disable projections");
+  EMBER_CHECK(o.proj_size < hidden_size, "proj_size has to be smaller than hidden_size");
+  const int64_t gate_size = gate_count() * hidden_size;
+  const int64_t directions = o.bidirectional ? 2 : 1;
+  const int64_t real_hidden = o.proj_size > 0 ? o.proj_size : hidden_size;
+  for (int64_t layer = 0; layer < o.num_layers; ++layer) {
+    const int64_t layer_input = layer == 0 ? input_size : real_hidden * directions;
+    for (int64_t direction = 0; direction < directions; ++direction) {
+      const std::string suffix = "_l" + std::to_string(layer) + (direction == 1 ? "_reverse" : "");
+      std::vector<Tensor> params;
+      params.push_back(register_parameter("weight_ih" + suffix, empty({gate_size, layer_input})));
+      params.push_back(register_parameter("weight_hh" + suffix, empty({gate_size, real_hidden})));
+      if (o.bias) {
+        params.push_back(register_parameter("bias_ih" + suffix, empty({gate_size})));
+        params.push_back(register_parameter("bias_hh" + suffix, empty({gate_size})));
+      }
+      if (o.proj_size > 0)
+        params.push_back(register_parameter("weight_hr" + suffix, empty({o.proj_size, hidden_size})));
+      weights_.push_back(std::move(params));
+    }
+  }
+  reset_parameters();
+}
+
+int64_t RNNBase::gate_count() const {
+  switch (mode) {
+    case Mode::LSTM:
+      return 4;
+    case Mode::GRU:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+void RNNBase::reset_parameters() {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
+  for (const Tensor& p : parameters()) init::uniform_(p, -bound, bound);
+}
+
+std::vector<Tensor> RNNBase::layer_parameters(int64_t layer, bool reverse) const {
+  EMBER_CHECK(layer >= 0 && layer < options.num_layers, "layer_parameters: layer ", layer, " is out of range for ",
+              options.num_layers, " layer(s)");
+  EMBER_CHECK(!reverse || options.bidirectional, "layer_parameters: the ", mode_name(mode), " is not bidirectional");
+  return weights_[static_cast<size_t>(layer * (options.bidirectional ? 2 : 1) + (reverse ? 1 : 0))];
+}
+
+LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Tensor& c0_arg) {
+  const char* what = mode_name(mode);
+  detail::check_defined(input_arg, what);
+  const bool lstm = mode == Mode::LSTM;
+  EMBER_CHECK(input_arg.dim() == 2 || input_arg.dim() == 3, what, ": Expected input to be 2D or 3D, got ",
+              input_arg.dim(), lstm || mode == Mode::GRU ? "D instead" : "D tensor instead");
+  const Tensor& weight = weights_[0][0];
+  EMBER_CHECK(input_arg.dtype() == weight.dtype(), "RNN input dtype (", dtype_name(input_arg.dtype()),
+              ") does not match weight dtype (", dtype_name(weight.dtype()), "). Convert input: input.to(",
+              dtype_name(weight.dtype()), "), or convert model: model.to(", dtype_name(input_arg.dtype()), ")");
+  const bool batched = input_arg.dim() == 3;
+  const int64_t batch_dim = options.batch_first ? 0 : 1;
+  Tensor input = batched ? input_arg : input_arg.unsqueeze(batch_dim);
+  Tensor h0 = h0_arg, c0 = c0_arg;
+  if (lstm) {
+    EMBER_CHECK(h0.defined() == c0.defined(), "LSTM: h0 and c0 are given together, or neither (for zeros)");
+    if (h0.defined()) {
+      const int64_t want = batched ? 3 : 2;
+      EMBER_CHECK(h0.dim() == want && c0.dim() == want, "For ", batched ? "batched 3-D" : "unbatched 2-D",
+                  " input, hx and cx should also be ", want, "-D but got (", h0.dim(), "-D, ", c0.dim(), "-D) tensors");
+    }
+  } else if (h0.defined()) {
+    const int64_t want = batched ? 3 : 2;
+    EMBER_CHECK(h0.dim() == want, "For ", batched ? "batched 3-D" : "unbatched 2-D", " input, hx should also be ", want,
+                "-D but got ", h0.dim(), "-D tensor");
+  }
+  if (!batched && h0.defined()) {
+    h0 = h0.unsqueeze(1);
+    if (c0.defined()) c0 = c0.unsqueeze(1);
+  }
+  EMBER_CHECK(input.size(-1) == input_size, "input.size(-1) must be equal to input_size. Expected ", input_size,
+              ", got ", input.size(-1));
+  // Time-major from here on: [steps, batch, features].
+  if (options.batch_first) input = input.transpose(0, 1);
+  const int64_t steps = input.size(0), batch = input.size(1);
+  const int64_t directions = options.bidirectional ? 2 : 1;
+  const int64_t real_hidden = options.proj_size > 0 ? options.proj_size : hidden_size;
+  const std::vector<int64_t> h_sizes{options.num_layers * directions, batch, real_hidden};
+  const std::vector<int64_t> c_sizes{options.num_layers * directions, batch, hidden_size};
+  if (h0.defined()) {
+    EMBER_CHECK(same_dims(h0.sizes(), h_sizes), lstm ? "Expected hidden[0] size " : "Expected hidden size ",
+                sizes_str(h_sizes, "(", ")"), ", got ", sizes_str(h0.sizes(), "[", "]"));
+  }
+  if (c0.defined()) {
+    EMBER_CHECK(same_dims(c0.sizes(), c_sizes), "Expected hidden[1] size ", sizes_str(c_sizes, "(", ")"), ", got ",
+                sizes_str(c0.sizes(), "[", "]"));
+  }
+
+  std::vector<Tensor> h_n, c_n;
+  Tensor layer_input = input;
+  for (int64_t layer = 0; layer < options.num_layers; ++layer) {
+    std::vector<Tensor> direction_outputs;
+    for (int64_t direction = 0; direction < directions; ++direction) {
+      const std::vector<Tensor>& p = weights_[static_cast<size_t>(layer * directions + direction)];
+      const Tensor& w_ih = p[0];
+      const Tensor& w_hh = p[1];
+      const Tensor none;
+      const Tensor& b_ih = options.bias ? p[2] : none;
+      const Tensor& b_hh = options.bias ? p[3] : none;
+      const Tensor& w_hr = options.proj_size > 0 ? p.back() : none;
+      Tensor projected = times_transposed(layer_input, w_ih);
+      if (b_ih.defined()) projected = projected + (mode == Mode::GRU ? b_ih : b_ih + b_hh);
+      const std::vector<Tensor> xs = projected.unbind(0);
+      const int64_t index = layer * directions + direction;
+      Tensor h = h0.defined() ? h0[index] : zeros_for({batch, real_hidden}, input);
+      Tensor c;
+      if (lstm) c = c0.defined() ? c0[index] : zeros_for({batch, hidden_size}, input);
+      const Step step{w_hh, mode == Mode::GRU ? b_hh : none, w_hr};
+      std::vector<Tensor> hs(static_cast<size_t>(steps));
+      for (int64_t i = 0; i < steps; ++i) {
+        const int64_t t = direction == 0 ? i : steps - 1 - i;
+        const Tensor& xp = xs[static_cast<size_t>(t)];
+        switch (mode) {
+          case Mode::RNN_TANH:
+          case Mode::RNN_RELU:
+            h = rnn_step(xp, h, step, mode == Mode::RNN_RELU);
+            break;
+          case Mode::LSTM:
+            lstm_step(xp, h, c, step);
+            break;
+          case Mode::GRU:
+            h = gru_step(xp, h, step);
+            break;
+        }
+        hs[static_cast<size_t>(t)] = h;
+      }
+      direction_outputs.push_back(steps > 0 ? stack(hs, 0) : zeros_for({0, batch, real_hidden}, input));
+      h_n.push_back(h);
+      if (lstm) c_n.push_back(c);
+    }
+    layer_input = directions == 1 ? direction_outputs[0] : cat(direction_outputs, 2);
+    if (options.dropout > 0 && is_training() && layer + 1 < options.num_layers) {
+      layer_input = functional::dropout(layer_input, options.dropout, true);
+    }
+  }
+
+  LSTMOutput out;
+  out.output = options.batch_first ? layer_input.transpose(0, 1) : layer_input;
+  out.h_n = stack(h_n, 0);
+  if (lstm) out.c_n = stack(c_n, 0);
+  if (!batched) {
+    out.output = out.output.squeeze(batch_dim);
+    out.h_n = out.h_n.squeeze(1);
+    if (lstm) out.c_n = out.c_n.squeeze(1);
+  }
+  return out;
+}
+
+// ---- RNN, LSTM, GRU ----
+
+namespace {
+
+RNNBase::Mode rnn_mode(const RNNOptions& options) {
+  EMBER_CHECK(options.proj_size == 0, "proj_size argument is only supported for LSTM, not RNN or GRU");
+  if (options.nonlinearity == "tanh") return RNNBase::Mode::RNN_TANH;
+  EMBER_CHECK(options.nonlinearity == "relu", "Unknown nonlinearity '", options.nonlinearity,
+              "'. Select from 'tanh' or 'relu'.");
+  return RNNBase::Mode::RNN_RELU;
+}
+
+RNNBase::Mode gru_mode(const RNNOptions& options) {
+  EMBER_CHECK(options.proj_size == 0, "proj_size argument is only supported for LSTM, not RNN or GRU");
+  return RNNBase::Mode::GRU;
+}
+
+}  // namespace
+
+RNN::RNN(int64_t input_size, int64_t hidden_size, RNNOptions options)
+    : RNNBase(rnn_mode(options), input_size, hidden_size, options) {}
+
+RNNOutput RNN::forward(const Tensor& input, const Tensor& h0) {
+  LSTMOutput out = run(input, h0, Tensor());
+  return {out.output, out.h_n};
+}
+
+LSTM::LSTM(int64_t input_size, int64_t hidden_size, RNNOptions options)
+    : RNNBase(Mode::LSTM, input_size, hidden_size, std::move(options)) {}
+
+LSTMOutput LSTM::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) { return run(input, h0, c0); }
+
+GRU::GRU(int64_t input_size, int64_t hidden_size, RNNOptions options)
+    : RNNBase(gru_mode(options), input_size, hidden_size, options) {}
+
+RNNOutput GRU::forward(const Tensor& input, const Tensor& h0) {
+  LSTMOutput out = run(input, h0, Tensor());
+  return {out.output, out.h_n};
+}
+
+// ---- cells ----
+
+RNNCellBase::RNNCellBase(int64_t input_size, int64_t hidden_size, bool bias, int64_t gates)
+    : input_size(input_size), hidden_size(hidden_size) {
+  EMBER_CHECK(input_size >= 0 && hidden_size >= 0, "RNN cells take non-negative sizes, got input_size=", input_size,
+              ", hidden_size=", hidden_size);
+  weight_ih = register_parameter("weight_ih", empty({gates * hidden_size, input_size}));
+  weight_hh = register_parameter("weight_hh", empty({gates * hidden_size, hidden_size}));
+  if (bias) {
+    bias_ih = register_parameter("bias_ih", empty({gates * hidden_size}));
+    bias_hh = register_parameter("bias_hh", empty({gates * hidden_size}));
+  }
+  reset_parameters();
+}
+
+void RNNCellBase::reset_parameters() {
+  const double bound = hidden_size > 0 ? 1.0 / std::sqrt(static_cast<double>(hidden_size)) : 0.0;
+  for (const Tensor& p : parameters()) init::uniform_(p, -bound, bound);
+}
+
+namespace {
+
+/// ATen's checks of a cell's input and one of its states (hidden0, hidden1), batched.
+void check_cell_state(const Tensor& input, const Tensor& hx, int64_t input_size, int64_t hidden_size,
+                      const char* which) {
+  EMBER_CHECK(input.size(1) == input_size, "input has inconsistent input_size: got ", input.size(1), " expected ",
+              input_size);
+  EMBER_CHECK(hx.dim() == 2, "Expected 2D ", which, " (batch x hidden_size), but got ", hx.dim(), "D tensor");
+  EMBER_CHECK(input.size(0) == hx.size(0), "Input batch size ", input.size(0), " doesn't match ", which, " batch size ",
+              hx.size(0));
+  EMBER_CHECK(hx.size(1) == hidden_size, which, " has inconsistent hidden_size: got ", hx.size(1), ", expected ",
+              hidden_size);
+}
+
+/// x W_ih^T + b_ih, plus b_hh where the step takes it there (all but GRU).
+Tensor cell_projection(const RNNCellBase& cell, const Tensor& x, bool fold_b_hh) {
+  Tensor xp = matmul(x, cell.weight_ih.t());
+  if (cell.bias_ih.defined()) xp = xp + (fold_b_hh ? cell.bias_ih + cell.bias_hh : cell.bias_ih);
+  return xp;
+}
+
+/// The batched input, and whether it was batched, after the 1-D/2-D checks cells make.
+std::pair<Tensor, bool> cell_input(const Tensor& input, const char* what) {
+  detail::check_defined(input, what);
+  EMBER_CHECK(input.dim() == 1 || input.dim() == 2, what, ": Expected input to be 1D or 2D, got ", input.dim(),
+              "D instead");
+  const bool batched = input.dim() == 2;
+  return {batched ? input : input.unsqueeze(0), batched};
+}
+
+/// hx batched like the input, or zeros when undefined.
+Tensor cell_state(const Tensor& hx, const Tensor& input, bool batched, int64_t hidden_size) {
+  if (!hx.defined()) return zeros_for({input.size(0), hidden_size}, input);
+  return batched ? hx : hx.unsqueeze(0);
+}
+
+}  // namespace
+
+RNNCell::RNNCell(int64_t input_size, int64_t hidden_size, bool bias, std::string nonlinearity)
+    : RNNCellBase(input_size, hidden_size, bias, 1), nonlinearity(std::move(nonlinearity)) {}
+
+Tensor RNNCell::forward(const Tensor& input_arg, const Tensor& hx_arg) {
+  auto [input, batched] = cell_input(input_arg, "RNNCell");
+  EMBER_CHECK(!hx_arg.defined() || hx_arg.dim() == 1 || hx_arg.dim() == 2,
+              "RNNCell: Expected hidden to be 1D or 2D, got ", hx_arg.dim(), "D instead");
+  Tensor hx = cell_state(hx_arg, input, batched, hidden_size);
+  check_cell_state(input, hx, input_size, hidden_size, "hidden0");
+  EMBER_CHECK(nonlinearity == "tanh" || nonlinearity == "relu", "Unknown nonlinearity: ", nonlinearity);
+  const Tensor none;
+  Tensor h = rnn_step(cell_projection(*this, input, true), hx, Step{weight_hh, none, none}, nonlinearity == "relu");
+  return batched ? h : h.squeeze(0);
+}
+
+LSTMCell::LSTMCell(int64_t input_size, int64_t hidden_size, bool bias)
+    : RNNCellBase(input_size, hidden_size, bias, 4) {}
+
+std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& input_arg, const Tensor& hx_arg, const Tensor& cx_arg) {
+  auto [input, batched] = cell_input(input_arg, "LSTMCell");
+  EMBER_CHECK(hx_arg.defined() == cx_arg.defined(), "LSTMCell: hx and cx are given together, or neither (for zeros)");
+  for (int idx = 0; idx < 2; ++idx) {
+    const Tensor& value = idx == 0 ? hx_arg : cx_arg;
+    EMBER_CHECK(!value.defined() || value.dim() == 1 || value.dim() == 2, "LSTMCell: Expected hx[", idx,
+                "] to be 1D or 2D, got ", value.dim(), "D instead");
+  }
+  Tensor hx = cell_state(hx_arg, input, batched, hidden_size);
+  Tensor cx = cell_state(cx_arg, input, batched, hidden_size);
+  check_cell_state(input, hx, input_size, hidden_size, "hidden0");
+  check_cell_state(input, cx, input_size, hidden_size, "hidden1");
+  const Tensor none;
+  lstm_step(cell_projection(*this, input, true), hx, cx, Step{weight_hh, none, none});
+  if (!batched) return {hx.squeeze(0), cx.squeeze(0)};
+  return {hx, cx};
+}
+
+GRUCell::GRUCell(int64_t input_size, int64_t hidden_size, bool bias) : RNNCellBase(input_size, hidden_size, bias, 3) {}
+
+Tensor GRUCell::forward(const Tensor& input_arg, const Tensor& hx_arg) {
+  auto [input, batched] = cell_input(input_arg, "GRUCell");
+  EMBER_CHECK(!hx_arg.defined() || hx_arg.dim() == 1 || hx_arg.dim() == 2,
+              "GRUCell: Expected hidden to be 1D or 2D, got ", hx_arg.dim(), "D instead");
+  Tensor hx = cell_state(hx_arg, input, batched, hidden_size);
+  check_cell_state(input, hx, input_size, hidden_size, "hidden0");
+  const Tensor none;
+  Tensor h = gru_step(cell_projection(*this, input, false), hx, Step{weight_hh, bias_hh, none});
+  return batched ? h : h.squeeze(0);
+}
+
+}  // namespace ember::nn
