@@ -2,7 +2,6 @@
 // chunk. Their pieces share one gather node, so that backward builds the input's gradient once
 // from all the pieces' gradients (a stack or a cat) instead of adding up one input-sized
 // gradient per piece, which would make a recurrent layer's backward quadratic in its length.
-#include <string>
 #include <vector>
 
 #include "autograd/node.h"
@@ -14,12 +13,6 @@
 namespace ember {
 
 namespace {
-
-std::string list_str(IntList values) {
-  std::string s = "[";
-  for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
-  return s + "]";
-}
 
 /// The pieces' gradients, with zeros standing in for the pieces no gradient reached;
 /// sizes_of(i) gives piece i's sizes.
@@ -119,11 +112,12 @@ std::vector<Tensor> Tensor::split_with_sizes(IntList split_sizes, int64_t d) con
   int64_t total = 0;
   for (int64_t s : split_sizes) {
     EMBER_CHECK(s >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=",
-                list_str(split_sizes));
+                detail::shape_str(split_sizes));
     total += s;
   }
   EMBER_CHECK(total == size(d), "split_with_sizes expects split_sizes to sum exactly to ", size(d),
-              " (input tensor's size at dimension ", given_dim, "), but got split_sizes=", list_str(split_sizes));
+              " (input tensor's size at dimension ", given_dim,
+              "), but got split_sizes=", detail::shape_str(split_sizes));
   return split_along(*this, d, std::vector<int64_t>(split_sizes.begin(), split_sizes.end()), "SplitWithSizesBackward0");
 }
 

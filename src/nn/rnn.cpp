@@ -1,4 +1,4 @@
-// RNN, LSTM, GRU and their cells, written with ember's recorded ops (matmul, the activations,
+// RNN, LSTM, GRU and their cells, written with ember's recorded ops (linear, the activations,
 // chunk, unbind, stack), so that autograd and every backend come with them. Per layer and
 // direction, the input's projection x W_ih^T (+ biases) is one matrix product over all steps;
 // only h W_hh^T is computed step by step. The steps read that projection through unbind, whose
@@ -30,22 +30,22 @@ const char* mode_name(RNNBase::Mode mode) {
   }
 }
 
-std::string sizes_str(IntList sizes, const char* open, const char* close) {
-  std::string s = open;
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + close;
+/// Sizes as PyTorch prints the expected hidden size, a Python tuple: "(2, 3, 20)".
+std::string tuple_str(IntList sizes) {
+  std::string list = detail::shape_str(sizes);
+  return "(" + list.substr(1, list.size() - 2) + ")";
 }
 
 Tensor zeros_for(IntList sizes, const Tensor& like) {
   return zeros(sizes, TensorOptions(like.dtype()).device(like.device()));
 }
 
-/// x W^T for x of any rank >= 2, as one matrix product over all leading dimensions.
-Tensor times_transposed(const Tensor& x, const Tensor& weight) {
-  if (x.dim() == 2) return matmul(x, weight.t());
+/// x W^T + b for every step at once, the leading dimensions folded into one matrix product
+/// (matmul would run a 3-D x as a batch of products, and sum a batch of weight gradients).
+Tensor linear_over_steps(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
   out_sizes.back() = weight.size(0);
-  return matmul(x.reshape({-1, x.size(-1)}), weight.t()).view(out_sizes);
+  return functional::linear(x.reshape({-1, x.size(-1)}), weight, bias).view(out_sizes);
 }
 
 /// One step of each recurrence, given the input's projection for this step (`xp`, which holds
@@ -57,20 +57,19 @@ struct Step {
 };
 
 Tensor rnn_step(const Tensor& xp, const Tensor& h, const Step& p, bool relu) {
-  Tensor pre = xp + matmul(h, p.w_hh.t());
+  Tensor pre = xp + functional::linear(h, p.w_hh);
   return relu ? ember::relu(pre) : ember::tanh(pre);
 }
 
 void lstm_step(const Tensor& xp, Tensor& h, Tensor& c, const Step& p) {
-  std::vector<Tensor> gates = (xp + matmul(h, p.w_hh.t())).chunk(4, 1);
+  std::vector<Tensor> gates = (xp + functional::linear(h, p.w_hh)).chunk(4, 1);
   c = sigmoid(gates[1]) * c + sigmoid(gates[0]) * ember::tanh(gates[2]);
   h = sigmoid(gates[3]) * ember::tanh(c);
-  if (p.w_hr.defined()) h = matmul(h, p.w_hr.t());
+  if (p.w_hr.defined()) h = functional::linear(h, p.w_hr);
 }
 
 Tensor gru_step(const Tensor& xp, const Tensor& h, const Step& p) {
-  Tensor hp = matmul(h, p.w_hh.t());
-  if (p.b_hh.defined()) hp = hp + p.b_hh;
+  Tensor hp = functional::linear(h, p.w_hh, p.b_hh);
   std::vector<Tensor> x_rzn = xp.chunk(3, 1), h_rzn = hp.chunk(3, 1);
   Tensor r = sigmoid(x_rzn[0] + h_rzn[0]);
   Tensor z = sigmoid(x_rzn[1] + h_rzn[1]);
@@ -182,11 +181,11 @@ LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Ten
   const std::vector<int64_t> c_sizes{options.num_layers * directions, batch, hidden_size};
   if (h0.defined()) {
     EMBER_CHECK(same_dims(h0.sizes(), h_sizes), lstm ? "Expected hidden[0] size " : "Expected hidden size ",
-                sizes_str(h_sizes, "(", ")"), ", got ", sizes_str(h0.sizes(), "[", "]"));
+                tuple_str(h_sizes), ", got ", detail::shape_str(h0.sizes()));
   }
   if (c0.defined()) {
-    EMBER_CHECK(same_dims(c0.sizes(), c_sizes), "Expected hidden[1] size ", sizes_str(c_sizes, "(", ")"), ", got ",
-                sizes_str(c0.sizes(), "[", "]"));
+    EMBER_CHECK(same_dims(c0.sizes(), c_sizes), "Expected hidden[1] size ", tuple_str(c_sizes), ", got ",
+                detail::shape_str(c0.sizes()));
   }
 
   std::vector<Tensor> h_n, c_n;
@@ -201,9 +200,8 @@ LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Ten
       const Tensor& b_ih = options.bias ? p[2] : none;
       const Tensor& b_hh = options.bias ? p[3] : none;
       const Tensor& w_hr = options.proj_size > 0 ? p.back() : none;
-      Tensor projected = times_transposed(layer_input, w_ih);
-      if (b_ih.defined()) projected = projected + (mode == Mode::GRU ? b_ih : b_ih + b_hh);
-      const std::vector<Tensor> xs = projected.unbind(0);
+      const Tensor bias = b_ih.defined() && mode != Mode::GRU ? b_ih + b_hh : b_ih;
+      const std::vector<Tensor> xs = linear_over_steps(layer_input, w_ih, bias).unbind(0);
       const int64_t index = layer * directions + direction;
       Tensor h = h0.defined() ? h0[index] : zeros_for({batch, real_hidden}, input);
       Tensor c;
@@ -325,9 +323,8 @@ void check_cell_state(const Tensor& input, const Tensor& hx, int64_t input_size,
 
 /// x W_ih^T + b_ih, plus b_hh where the step takes it there (all but GRU).
 Tensor cell_projection(const RNNCellBase& cell, const Tensor& x, bool fold_b_hh) {
-  Tensor xp = matmul(x, cell.weight_ih.t());
-  if (cell.bias_ih.defined()) xp = xp + (fold_b_hh ? cell.bias_ih + cell.bias_hh : cell.bias_ih);
-  return xp;
+  const bool fold = cell.bias_ih.defined() && fold_b_hh;
+  return functional::linear(x, cell.weight_ih, fold ? cell.bias_ih + cell.bias_hh : cell.bias_ih);
 }
 
 /// The batched input, and whether it was batched, after the 1-D/2-D checks cells make.
@@ -339,9 +336,11 @@ std::pair<Tensor, bool> cell_input(const Tensor& input, const char* what) {
   return {batched ? input : input.unsqueeze(0), batched};
 }
 
-/// hx batched like the input, or zeros when undefined.
-Tensor cell_state(const Tensor& hx, const Tensor& input, bool batched, int64_t hidden_size) {
+/// hx batched like the input, or zeros when undefined. `what` names it in the 1-D/2-D check
+/// ("RNNCell: Expected hidden").
+Tensor cell_state(const Tensor& hx, const Tensor& input, bool batched, int64_t hidden_size, const char* what) {
   if (!hx.defined()) return zeros_for({input.size(0), hidden_size}, input);
+  EMBER_CHECK(hx.dim() == 1 || hx.dim() == 2, what, " to be 1D or 2D, got ", hx.dim(), "D instead");
   return batched ? hx : hx.unsqueeze(0);
 }
 
@@ -352,9 +351,7 @@ RNNCell::RNNCell(int64_t input_size, int64_t hidden_size, bool bias, std::string
 
 Tensor RNNCell::forward(const Tensor& input_arg, const Tensor& hx_arg) {
   auto [input, batched] = cell_input(input_arg, "RNNCell");
-  EMBER_CHECK(!hx_arg.defined() || hx_arg.dim() == 1 || hx_arg.dim() == 2,
-              "RNNCell: Expected hidden to be 1D or 2D, got ", hx_arg.dim(), "D instead");
-  Tensor hx = cell_state(hx_arg, input, batched, hidden_size);
+  Tensor hx = cell_state(hx_arg, input, batched, hidden_size, "RNNCell: Expected hidden");
   check_cell_state(input, hx, input_size, hidden_size, "hidden0");
   EMBER_CHECK(nonlinearity == "tanh" || nonlinearity == "relu", "Unknown nonlinearity: ", nonlinearity);
   const Tensor none;
@@ -368,13 +365,8 @@ LSTMCell::LSTMCell(int64_t input_size, int64_t hidden_size, bool bias)
 std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& input_arg, const Tensor& hx_arg, const Tensor& cx_arg) {
   auto [input, batched] = cell_input(input_arg, "LSTMCell");
   EMBER_CHECK(hx_arg.defined() == cx_arg.defined(), "LSTMCell: hx and cx are given together, or neither (for zeros)");
-  for (int idx = 0; idx < 2; ++idx) {
-    const Tensor& value = idx == 0 ? hx_arg : cx_arg;
-    EMBER_CHECK(!value.defined() || value.dim() == 1 || value.dim() == 2, "LSTMCell: Expected hx[", idx,
-                "] to be 1D or 2D, got ", value.dim(), "D instead");
-  }
-  Tensor hx = cell_state(hx_arg, input, batched, hidden_size);
-  Tensor cx = cell_state(cx_arg, input, batched, hidden_size);
+  Tensor hx = cell_state(hx_arg, input, batched, hidden_size, "LSTMCell: Expected hx[0]");
+  Tensor cx = cell_state(cx_arg, input, batched, hidden_size, "LSTMCell: Expected hx[1]");
   check_cell_state(input, hx, input_size, hidden_size, "hidden0");
   check_cell_state(input, cx, input_size, hidden_size, "hidden1");
   const Tensor none;
@@ -387,9 +379,7 @@ GRUCell::GRUCell(int64_t input_size, int64_t hidden_size, bool bias) : RNNCellBa
 
 Tensor GRUCell::forward(const Tensor& input_arg, const Tensor& hx_arg) {
   auto [input, batched] = cell_input(input_arg, "GRUCell");
-  EMBER_CHECK(!hx_arg.defined() || hx_arg.dim() == 1 || hx_arg.dim() == 2,
-              "GRUCell: Expected hidden to be 1D or 2D, got ", hx_arg.dim(), "D instead");
-  Tensor hx = cell_state(hx_arg, input, batched, hidden_size);
+  Tensor hx = cell_state(hx_arg, input, batched, hidden_size, "GRUCell: Expected hidden");
   check_cell_state(input, hx, input_size, hidden_size, "hidden0");
   const Tensor none;
   Tensor h = gru_step(cell_projection(*this, input, false), hx, Step{weight_hh, bias_hh, none});
