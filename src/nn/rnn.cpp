@@ -40,14 +40,6 @@ Tensor zeros_for(IntList sizes, const Tensor& like) {
   return zeros(sizes, TensorOptions(like.dtype()).device(like.device()));
 }
 
-/// x W^T + b for every step at once, the leading dimensions folded into one matrix product
-/// (matmul would run a 3-D x as a batch of products, and sum a batch of weight gradients).
-Tensor linear_over_steps(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  std::vector<int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
-  out_sizes.back() = weight.size(0);
-  return functional::linear(x.reshape({-1, x.size(-1)}), weight, bias).view(out_sizes);
-}
-
 /// One step of each recurrence, given the input's projection for this step (`xp`, which holds
 /// b_ih, and for RNN and LSTM b_hh too) and the previous state.
 struct Step {
@@ -201,7 +193,8 @@ LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Ten
       const Tensor& b_hh = options.bias ? p[3] : none;
       const Tensor& w_hr = options.proj_size > 0 ? p.back() : none;
       const Tensor bias = b_ih.defined() && mode != Mode::GRU ? b_ih + b_hh : b_ih;
-      const std::vector<Tensor> xs = linear_over_steps(layer_input, w_ih, bias).unbind(0);
+      // One product for all steps: linear folds the leading dims of a 3-D input into rows.
+      const std::vector<Tensor> xs = functional::linear(layer_input, w_ih, bias).unbind(0);
       const int64_t index = layer * directions + direction;
       Tensor h = h0.defined() ? h0[index] : zeros_for({batch, real_hidden}, input);
       Tensor c;

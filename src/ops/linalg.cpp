@@ -1,4 +1,6 @@
 // Matrix products: PyTorch's matmul dispatch on ranks, with mm/bmm checks and messages.
+#include <algorithm>
+
 #include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
@@ -55,10 +57,18 @@ void record_product(Tensor& out, const char* name, const Tensor& a, const Tensor
         if (b_vec) g2 = g2.unsqueeze(-1);
         Tensor ga, gb;
         const bool plain_matrices = x.dim() <= 2 && y.dim() <= 2;
+        // [..., n, k] @ [k, m]: the forward folded a's leading dims into rows, and b's gradient is
+        // one product over those rows, not a batch of products summed afterwards.
+        const bool folded = x2.dim() >= 3 && y.dim() <= 2;
         if (x.requires_grad()) {
           ga = plain_matrices && stored_transposed(x) ? matmul(y2, g2.t()).t() : matmul(g2, y2.transpose(-1, -2));
         }
-        if (y.requires_grad()) {
+        if (y.requires_grad() && folded) {
+          const int64_t rows = x2.numel() / std::max<int64_t>(x2.size(-1), 1);
+          Tensor x_rows = x2.reshape({rows, x2.size(-1)});
+          Tensor g_rows = g2.reshape({rows, g2.size(-1)});
+          gb = stored_transposed(y) ? mm(g_rows.t(), x_rows).t() : mm(x_rows.t(), g_rows);
+        } else if (y.requires_grad()) {
           gb = plain_matrices && stored_transposed(y) ? matmul(g2.t(), x2).t() : matmul(x2.transpose(-1, -2), g2);
         }
         if (ga.defined() && a_vec) ga = ga.squeeze(-2);
@@ -154,18 +164,30 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
   if (da == 2 && db == 2) return mm(a, b);
 
+  // [..., n, k] @ [k, m] or [k]: a's leading dims fold into the rows of one matrix product, as in
+  // PyTorch (whose messages for this case are therefore mm's and mv's). A batch of small products
+  // would run slower, and Linear on a sequence would pay for it in every layer. reshape copies
+  // only when a's rows cannot be viewed as one matrix.
+  if (db <= 2) {
+    Dims out_sizes = a.sizes().first(static_cast<size_t>(da - 1));
+    const int64_t rows = detail::numel_of(out_sizes);
+    Tensor out = matmul_impl(a.reshape({rows, a.size(-1)}), b);
+    if (db == 2) out_sizes.push_back(b.size(1));
+    return out.view(out_sizes);
+  }
+
   // Batched: broadcast the batch dims, fold them into one, multiply, unfold.
   ops::check_same_device("wrapper_bmm", {{"self", &a}, {"mat2", &b}});
   check_same_dtype(a, b);
   Tensor a3 = da == 1 ? a.unsqueeze(0) : a;  // [.., n, k]
   Tensor b3 = db == 1 ? b.unsqueeze(1) : b;  // [.., k, m]
   const int64_t n = a3.size(-2), k = a3.size(-1), k2 = b3.size(-2), m = b3.size(-1);
-  EMBER_CHECK(k == k2, "Expected size for first two dimensions of batch2 tensor to be: [", k, ", ", k2, "] but got: [",
-              k2, ", ", m, "].");
   IntList batch_a = a3.sizes().first(static_cast<size_t>(a3.dim() - 2));
   IntList batch_b = b3.sizes().first(static_cast<size_t>(b3.dim() - 2));
   Dims batch = broadcast_shapes(batch_a, batch_b);
   const int64_t batch_count = detail::numel_of(batch);
+  EMBER_CHECK(k == k2, "Expected size for first two dimensions of batch2 tensor to be: [", batch_count, ", ", k,
+              "] but got: [", batch_count, ", ", k2, "].");
   Dims a_sizes = batch, b_sizes = batch;
   a_sizes.push_back(n);
   a_sizes.push_back(k);

@@ -75,6 +75,14 @@ TEST(Gradcheck, MatrixProducts) {
   gradcheck("mv", [](auto& v) { return matmul(v[0], v[1]); }, {randn({2, 3}), randn({3})});
   gradcheck("vm", [](auto& v) { return matmul(v[0], v[1]); }, {randn({3}), randn({3, 2})});
   gradcheck("broadcast matmul", [](auto& v) { return matmul(v[0], v[1]); }, {randn({2, 2, 3}), randn({3, 4})});
+  // The folded forms: [..., n, k] @ [k, m] or [k] runs as one product over the folded rows.
+  gradcheck("folded 4-D by matrix", [](auto& v) { return matmul(v[0], v[1]); }, {randn({2, 3, 2, 3}), randn({3, 4})});
+  gradcheck("folded by stored-transposed", [](auto& v) { return matmul(v[0], v[1].t()); },
+            {randn({2, 2, 3}), randn({4, 3})});
+  gradcheck("folded by vector", [](auto& v) { return matmul(v[0], v[1]); }, {randn({2, 2, 3}), randn({3})});
+  gradcheck("folded, non-contiguous rows", [](auto& v) { return matmul(v[0].transpose(0, 1), v[1]); },
+            {randn({2, 3, 3}), randn({3, 2})});
+  gradcheck("matrix by batch", [](auto& v) { return matmul(v[0], v[1]); }, {randn({2, 3}), randn({2, 3, 4})});
 }
 
 TEST(Gradcheck, ViewsAndJoins) {

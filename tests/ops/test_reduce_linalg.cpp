@@ -1,13 +1,12 @@
 // Front-end semantics of reductions, matrix products, joining, indexing and softmax.
 #include <gtest/gtest.h>
 
-#include "support/error_of.h"
-
 #include <cmath>
 #include <functional>
 #include <vector>
 
 #include "ember/ember.h"
+#include "support/error_of.h"
 
 namespace {
 
@@ -33,7 +32,9 @@ TEST(Reduce, SumMeanProdOverDims) {
   EXPECT_EQ(tensor({1, 2}).sum().dtype(), kInt64);
   EXPECT_EQ(tensor({1, 2}, kInt8).sum().dtype(), kInt64);
   EXPECT_EQ(tensor({true, true}).sum().item<int64_t>(), 2);
-  EXPECT_NE(error_of([] { tensor({1, 2}).mean(); }).find("Input dtype must be either a floating point"),
+  EXPECT_NE(error_of([] {
+              tensor({1, 2}).mean();
+            }).find("Input dtype must be either a floating point"),
             std::string::npos);
   EXPECT_NE(error_of([&] { x.sum({0, 0}); }).find("appears multiple times"), std::string::npos);
   EXPECT_EQ(zeros({0}).sum().item<float>(), 0.f);
@@ -85,19 +86,82 @@ TEST(Matmul, RanksFollowPyTorch) {
   EXPECT_EQ(values(mm(tensor({{1, 2}}), tensor({{3}, {4}}))), (std::vector<double>{11}));
 }
 
+// [..., n, k] @ [k, m] runs as one product over the folded rows, as in PyTorch: the same values as
+// a batch of products, PyTorch's mm/mv messages, and a result that owns its storage.
+TEST(Matmul, FoldsLeadingDimsOfABatchByAMatrix) {
+  manual_seed(3);
+  Tensor x = randn({2, 3, 5, 4});
+  Tensor w = randn({6, 4});
+  Tensor y = matmul(x, w.t());
+  EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{2, 3, 5, 6}));
+  EXPECT_TRUE(y.is_contiguous());
+  EXPECT_FALSE(y.is_view());
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 3; ++j) EXPECT_TRUE(allclose(y[i][j], mm(x[i][j], w.t()), 1e-5, 1e-6));
+  }
+  Tensor permuted = x.permute({2, 0, 1, 3});  // rows that cannot be viewed as one matrix
+  EXPECT_TRUE(allclose(matmul(permuted, w.t()), y.permute({2, 0, 1, 3}), 1e-5, 1e-6));
+  Tensor v = matmul(x, w[0]);
+  EXPECT_EQ(v.sizes().vec(), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_TRUE(allclose(v, y.select(3, 0), 1e-5, 1e-6));
+  EXPECT_EQ(matmul(zeros({2, 0, 4}), w.t()).sizes().vec(), (std::vector<int64_t>{2, 0, 6}));
+  EXPECT_EQ(matmul(zeros({2, 3, 0}), zeros({0, 6})).sizes().vec(), (std::vector<int64_t>{2, 3, 6}));
+  EXPECT_EQ(error_of([&] {
+              matmul(randn({2, 3, 4}), randn({5, 3}));
+            }),
+            "mat1 and mat2 shapes cannot be multiplied (6x4 and 5x3)");
+  EXPECT_EQ(error_of([&] {
+              matmul(randn({2, 3, 4}), randn({5}));
+            }),
+            "size mismatch, got input (6), mat (6x4), vec (5)");
+  EXPECT_EQ(error_of([&] {
+              nn::functional::linear(randn({2, 3, 4}), randn({5, 3}));
+            }),
+            "mat1 and mat2 shapes cannot be multiplied (6x4 and 3x5)");
+  EXPECT_EQ(error_of([&] {
+              matmul(randn({3, 4}), randn({2, 5, 3}));
+            }),
+            "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].");
+  EXPECT_EQ(error_of([&] {
+              matmul(randn({2, 1, 3, 4}), randn({3, 5, 3}));
+            }),
+            "Expected size for first two dimensions of batch2 tensor to be: [6, 4] but got: [6, 5].");
+}
+
+// The weight's gradient through a folded product is one product over all rows, stored the way the
+// weight is (contiguous for Linear's weight.t()), and equals the sum of the per-batch gradients.
+TEST(Matmul, FoldedGradientOfTheMatrixIsOneProduct) {
+  manual_seed(5);
+  Tensor x = randn({4, 3, 5}).requires_grad_();
+  Tensor w = randn({2, 5}).requires_grad_();
+  Tensor g = randn({4, 3, 2});
+  Tensor y = matmul(x, w.t());
+  EXPECT_EQ(y.grad_fn_name(), "UnsafeViewBackward0");
+  y.backward(g);
+  Tensor expected_w = zeros({2, 5});
+  for (int64_t i = 0; i < 4; ++i) expected_w = expected_w + mm(g[i].t(), x.detach()[i]);
+  EXPECT_TRUE(w.grad().is_contiguous());
+  EXPECT_TRUE(allclose(w.grad(), expected_w, 1e-5, 1e-6));
+  EXPECT_TRUE(allclose(x.grad(), matmul(g, w.detach()), 1e-5, 1e-6));
+}
+
 TEST(Joining, CatAndStack) {
   Tensor a = tensor({{1, 2}});
   Tensor b = tensor({{3, 4}, {5, 6}});
   EXPECT_EQ(values(cat({a, b})), (std::vector<double>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(values(cat({b, b}, 1)), (std::vector<double>{3, 4, 3, 4, 5, 6, 5, 6}));
   EXPECT_EQ(cat({a, b.to(kFloat32)}).dtype(), kFloat32);
-  EXPECT_EQ(error_of([&] { cat({a, b}, 1); }),
+  EXPECT_EQ(error_of([&] {
+              cat({a, b}, 1);
+            }),
             "Sizes of tensors must match except in dimension 1. Expected size 1 but got size 2 for tensor number 1 "
             "in the list.");
   Tensor s = stack({tensor({1, 2}), tensor({3, 4})}, 1);
   EXPECT_EQ(s.sizes().vec(), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(values(s), (std::vector<double>{1, 3, 2, 4}));
-  EXPECT_EQ(error_of([] { stack({tensor({1}), tensor({1, 2})}); }),
+  EXPECT_EQ(error_of([] {
+              stack({tensor({1}), tensor({1, 2})});
+            }),
             "stack expects each tensor to be equal size, but got [1] at entry 0 and [2] at entry 1");
 }
 
