@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/vector_libm.h"
 #include "core/check.h"
 #include "kernels/elementwise_ops.h"
 #include "kernels/indexer.h"

@@ -7,7 +7,6 @@
 // that is -inf everywhere (or holds a NaN) yields NaN, as in PyTorch. float16 and bfloat16 are
 // computed in float.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -16,47 +15,13 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/vector_libm.h"
 #include "core/check.h"
 #include "kernels/cross_entropy_ops.h"
 #include "kernels/elementwise_ops.h"
 
 namespace ember::cpu {
 namespace {
-
-// exp(x) for float in a form the compiler can vectorise (std::exp is a libm call per element).
-// x = n*ln2 + r with |r| <= ln2/2; exp(r) by its Taylor series to r^7 (truncation error 5e-9,
-// below float's rounding); 2^n is applied in two halves so that results down in the subnormal
-// range and up to overflow are scaled correctly. Accurate to about 2 ulp; NaN stays NaN,
-// -inf gives 0 and large x gives inf.
-inline float exp_float(float x) {
-  x = x < -104.0f ? -104.0f : x;  // exp(-104) already rounds to 0; comparisons keep NaN
-  x = x > 100.0f ? 100.0f : x;    // exp(89) already overflows to inf
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693145751953125f;  // few mantissa bits: n * kLn2Hi is exact
-  constexpr float kLn2Lo = 1.42860682030941723212e-6f;
-  constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
-  float shifted = x * kLog2e + kShifter;
-  float n = shifted - kShifter;
-  uint32_t n_bits = std::bit_cast<uint32_t>(shifted) - std::bit_cast<uint32_t>(kShifter);  // n mod 2^32
-  float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  int32_t n_int = static_cast<int32_t>(n_bits);
-  int32_t half1 = n_int >> 1;     // floor(n / 2); a shift vectorises more cheaply than a divide
-  int32_t half2 = n_int - half1;  // both in [-75, 73]: valid normal exponents
-  float scale1 = std::bit_cast<float>(static_cast<uint32_t>(half1 + 127) << 23);
-  float scale2 = std::bit_cast<float>(static_cast<uint32_t>(half2 + 127) << 23);
-  return p * scale1 * scale2;
-}
-
-inline float exp_of(float x) { return exp_float(x); }
-inline double exp_of(double x) { return std::exp(x); }
 
 constexpr int64_t kBlockElements = 4096;  // rows are processed in blocks of about this size (L1-resident)
 
@@ -96,7 +61,7 @@ void row_stats(const T* x, int64_t rows, int64_t n, S* t, S* maxes, S* sums) {
   }
   const int64_t m = rows * n;
 #pragma omp simd
-  for (int64_t i = 0; i < m; ++i) t[i] = exp_of(t[i]);
+  for (int64_t i = 0; i < m; ++i) t[i] = std::exp(t[i]);  // libmvec's vector expf for float
   for (int64_t r = 0; r < rows; ++r) sums[r] = row_sum(t + r * n, n);
 }
 

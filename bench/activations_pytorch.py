@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""PyTorch's side of bench/bench_activations.cpp: the same float32 ops on the same shapes, on the
+CPU, median of several timed rounds after a warm-up, in microseconds per call.
+
+Run: OMP_NUM_THREADS=1 python3 bench/activations_pytorch.py   (and with 2)
+"""
+import os
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def timed(fn, rounds=7, min_seconds=0.05):
+    fn()
+    inner = 1
+    while True:  # enough calls per round to take min_seconds
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        if time.perf_counter() - start >= min_seconds:
+            break
+        inner *= 2
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - start) / inner)
+    return statistics.median(samples) * 1e6
+
+
+def main():
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    torch.manual_seed(0)
+    unary = {
+        "exp": torch.exp,
+        "tanh": torch.tanh,
+        "sigmoid": torch.sigmoid,
+        "gelu": F.gelu,
+        "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+        "silu": F.silu,
+    }
+    for name, fn in unary.items():
+        for rows, cols in ((64, 2048), (1024, 3072)):
+            x = torch.randn(rows, cols)
+            print(f"{name}/{rows}x{cols} {timed(lambda: fn(x)):.1f} us")
+    for name, fn in (("softmax", torch.softmax), ("log_softmax", torch.log_softmax)):
+        x = torch.randn(256, 1000)
+        print(f"{name}/256x1000 {timed(lambda: fn(x, 1)):.1f} us")
+    for rows, cols in ((64, 10), (256, 1000)):
+        logits = torch.randn(rows, cols, requires_grad=True)
+        target = torch.randint(0, cols, (rows,))
+
+        def step():
+            logits.grad = None
+            F.cross_entropy(logits, target).backward()
+
+        print(f"cross_entropy_fwd_bwd/{rows}x{cols} {timed(step):.1f} us")
+
+
+if __name__ == "__main__":
+    main()
