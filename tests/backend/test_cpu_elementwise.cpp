@@ -309,6 +309,69 @@ TEST(CpuElementwise, EveryUnaryOpEveryDtype) {
   check_all_unary_ops<bool>();
 }
 
+// The float transcendentals run through glibc's vector math (libmvec) in contiguous runs and the
+// scalar libm in the remainders: both must stay within a few ulp of the exact value and keep NaN
+// and the infinities. Reference: the same formula in double.
+TEST(CpuElementwise, FloatTranscendentalsStayWithinAFewUlpOverTheirRange) {
+  std::vector<float> x;
+  for (int i = -200000; i <= 200000; ++i) x.push_back(static_cast<float>(i) * 5e-4f);  // [-100, 100]
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-42f, 88.7f, 89.0f, -87.0f, -104.0f, 1e30f, -1e30f}) x.push_back(v);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {inf, -inf, std::numeric_limits<float>::quiet_NaN()}) x.push_back(v);
+  const auto n = static_cast<int64_t>(x.size());
+
+  struct Case {
+    UnaryOp op;
+    double (*exact)(double);
+    double max_ulp;
+  };
+  const Case cases[] = {
+      {UnaryOp::Exp, [](double v) { return std::exp(v); }, 4},
+      {UnaryOp::Tanh, [](double v) { return std::tanh(v); }, 4},
+      {UnaryOp::Erf, [](double v) { return std::erf(v); }, 4},
+      {UnaryOp::Sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, 4},
+      {UnaryOp::Silu, [](double v) { return v / (1 + std::exp(-v)); }, 4},
+      // erfc's argument is rounded to float first, as the kernel's is: in the far tail erfc
+      // magnifies that rounding (by 2z^2, 130 ulp at x = -11.5), which no float formula avoids.
+      {UnaryOp::Gelu,
+       [](double v) {
+         return v * 0.5 * std::erfc(static_cast<double>(static_cast<float>(v) * -0.70710678118654752440f));
+       },
+       4},
+  };
+  std::vector<float> out(static_cast<size_t>(n));
+  for (const Case& c : cases) {
+    be().unary(c.op, view(x, {n}), view(out, {n}));
+    double worst = 0;
+    float worst_at = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = c.exact(static_cast<double>(x[i]));
+      const float got = out[static_cast<size_t>(i)];
+      if (std::isnan(want) || std::isinf(want)) {
+        ASSERT_TRUE(std::isnan(want) ? std::isnan(got) : got == static_cast<float>(want))
+            << op_name(c.op) << "(" << x[i] << ") = " << got << ", expected " << want;
+        continue;
+      }
+      // One ulp of the float nearest the exact value, but no less than 1e-37: silu's formula (PyTorch's,
+      // x / (1 + exp(-x))) gives 0 once exp(-x) overflows float, at x < -88.72, where the exact
+      // value is still 2.6e-37. A result that overflows float must be infinite.
+      const auto nearest = static_cast<float>(want);
+      if (std::isinf(nearest)) {
+        ASSERT_EQ(got, nearest) << op_name(c.op) << "(" << x[i] << ")";
+        continue;
+      }
+      const double ulp =
+          std::max(static_cast<double>(std::nextafter(std::fabs(nearest), inf) - std::fabs(nearest)), 1e-37);
+      const double error = std::fabs(static_cast<double>(got) - want) / ulp;
+      if (!(error <= worst)) {
+        worst = error;
+        worst_at = x[i];
+      }
+    }
+    EXPECT_LE(worst, c.max_ulp) << op_name(c.op) << " is off by " << worst << " ulp at " << worst_at;
+  }
+}
+
 TEST(CpuElementwise, UnaryValues) {
   std::vector<float> x = {-1.0f, 0.0f, 1.0f, kNanF}, out(4);
   be().unary(UnaryOp::Gelu, view(x, {4}), view(out, {4}));
