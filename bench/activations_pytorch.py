@@ -46,6 +46,17 @@ def main():
         for rows, cols in ((64, 2048), (1024, 3072)):
             x = torch.randn(rows, cols)
             print(f"{name}/{rows}x{cols} {timed(lambda: fn(x)):.1f} us")
+    for name, fn in unary.items():
+        if name == "exp":
+            continue
+        x = torch.randn(1024, 3072, requires_grad=True)
+        g = torch.randn(1024, 3072)
+
+        def fwd_bwd():
+            x.grad = None
+            fn(x).backward(g)
+
+        print(f"{name}_fwd_bwd/1024x3072 {timed(fwd_bwd):.1f} us")
     for name, fn in (("softmax", torch.softmax), ("log_softmax", torch.log_softmax)):
         x = torch.randn(256, 1000)
         print(f"{name}/256x1000 {timed(lambda: fn(x, 1)):.1f} us")

@@ -2,7 +2,8 @@
 // libm's exp/tanh/erf (vectorised through glibc's libmvec, src/backend/cpu/vector_libm.h).
 // Shapes: an LSTM's gates for batch 64 and hidden 512 ([64, 2048]), a transformer block's
 // activations ([8 x 128 tokens, 3072]), ImageNet-sized logits ([256, 1000]) and the MNIST
-// recipe's logits with their loss ([64, 10]).
+// recipe's logits with their loss ([64, 10]). The activations also run forward and backward, whose
+// formulas are one fused kernel each (kernels::SigmoidBackward, ...).
 //
 // bench/activations_pytorch.py times the same ops in PyTorch. Run both with OMP_NUM_THREADS=1
 // (and 2); docs/PERFORMANCE.md records the results.
@@ -25,6 +26,18 @@ void run(benchmark::State& state, int64_t rows, int64_t cols, const std::functio
   for (auto _ : state) {
     Tensor y = op(x);
     benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * rows * cols);
+}
+
+/// op(x) forward and backward (of the sum weighted by a fixed gradient), as in a training step.
+void run_fwd_bwd(benchmark::State& state, int64_t rows, int64_t cols, const std::function<Tensor(const Tensor&)>& op) {
+  ember::manual_seed(0);
+  Tensor x = ember::randn({rows, cols}).requires_grad_();
+  Tensor g = ember::randn({rows, cols});
+  for (auto _ : state) {
+    op(x).backward(g);
+    x.set_grad(Tensor());
   }
   state.SetItemsProcessed(state.iterations() * rows * cols);
 }
@@ -59,6 +72,12 @@ void register_all() {
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark((std::string(op.name) + "/1024x3072").c_str(), run, 1024, 3072, op.fn)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+  for (const Op& op : unary) {
+    if (std::string(op.name) == "exp") continue;
+    benchmark::RegisterBenchmark((std::string(op.name) + "_fwd_bwd/1024x3072").c_str(), run_fwd_bwd, 1024, 3072, op.fn)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
   }

@@ -438,6 +438,69 @@ struct ThresholdBackward {
   }
 };
 
+// The activations' backward formulas, each one pass over (grad, saved) instead of three to eight
+// ops, in PyTorch's arithmetic (aten's sigmoid_backward, tanh_backward, gelu_backward,
+// silu_backward). The front end uses them when the backward is not itself recorded
+// (create_graph); a recorded backward runs as ops, which can be differentiated again.
+
+/// grad * (1 - y) * y, for y = sigmoid(x).
+struct SigmoidBackward {
+  static constexpr Domain domain = Domain::Floating;
+  template <typename C>
+  EMBER_HD C operator()(C grad, C output) const {
+    return grad * (C(1) - output) * output;
+  }
+};
+
+/// grad * (1 - y^2), for y = tanh(x).
+struct TanhBackward {
+  static constexpr Domain domain = Domain::Floating;
+  template <typename C>
+  EMBER_HD C operator()(C grad, C output) const {
+    return grad * (C(1) - output * output);
+  }
+};
+
+/// grad * (cdf(x) + x pdf(x)), the exact GELU's derivative; the cdf through erfc, as Gelu's.
+struct GeluBackward {
+  static constexpr Domain domain = Domain::Floating;
+  template <typename C>
+  EMBER_HD C operator()(C grad, C x) const {
+    const C kSqrtHalf = C(0.70710678118654752440);
+    const C kInvSqrt2Pi = C(0.39894228040143267794);  // 1 / sqrt(2 pi)
+    const C cdf = C(0.5) * kmath::erfc(-x * kSqrtHalf);
+    const C pdf = kInvSqrt2Pi * kmath::exp(C(-0.5) * x * x);
+    return grad * (cdf + x * pdf);
+  }
+};
+
+/// The derivative of GeluTanh: with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u),
+/// grad * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)).
+struct GeluTanhBackward {
+  static constexpr Domain domain = Domain::Floating;
+  template <typename C>
+  EMBER_HD C operator()(C grad, C x) const {
+    const C kBeta = C(0.79788456080286535588);  // sqrt(2 / pi)
+    const C kKappa = C(0.044715);
+    const C x_sq = x * x;
+    const C t = kmath::tanh(kBeta * (x + kKappa * x_sq * x));
+    const C left = C(0.5) * x;
+    const C left_derivative = C(0.5) * (C(1) + t);
+    const C right_derivative = left * (C(1) - t * t) * kBeta * (C(1) + C(3) * kKappa * x_sq);
+    return grad * (left_derivative + right_derivative);
+  }
+};
+
+/// grad * s (1 + x (1 - s)), for s = sigmoid(x).
+struct SiluBackward {
+  static constexpr Domain domain = Domain::Floating;
+  template <typename C>
+  EMBER_HD C operator()(C grad, C x) const {
+    const C s = Sigmoid{}(x);
+    return grad * s * (C(1) + x * (C(1) - s));
+  }
+};
+
 /// torch.maximum: NaN if either operand is NaN.
 struct Maximum {
   static constexpr Domain domain = Domain::Any;

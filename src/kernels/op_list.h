@@ -3,37 +3,42 @@
 // switch, so adding an op without handling it somewhere fails to compile.
 
 // Unary ops: X(EnumName, "name"). Each has a functor of the same name in elementwise_ops.h.
-#define EMBER_UNARY_OPS(X) \
-  X(Neg, "neg")            \
-  X(Abs, "abs")            \
-  X(Exp, "exp")            \
-  X(Log, "log")            \
-  X(Sqrt, "sqrt")          \
-  X(Rsqrt, "rsqrt")        \
-  X(Sin, "sin")            \
-  X(Cos, "cos")            \
-  X(Tanh, "tanh")          \
-  X(Erf, "erf")            \
-  X(Sigmoid, "sigmoid")    \
-  X(Relu, "relu")          \
-  X(Gelu, "gelu")          \
-  X(GeluTanh, "gelu")      \
-  X(Silu, "silu")          \
+#define EMBER_UNARY_OPS(X)     \
+  X(Neg, "neg")                \
+  X(Abs, "abs")                \
+  X(Exp, "exp")                \
+  X(Log, "log")                \
+  X(Sqrt, "sqrt")              \
+  X(Rsqrt, "rsqrt")            \
+  X(Sin, "sin")                \
+  X(Cos, "cos")                \
+  X(Tanh, "tanh")              \
+  X(Erf, "erf")                \
+  X(Sigmoid, "sigmoid")        \
+  X(Relu, "relu")              \
+  X(Gelu, "gelu")              \
+  X(GeluTanh, "gelu")          \
+  X(Silu, "silu")              \
   X(LogicalNot, "logical_not") \
   X(IsFinite, "isfinite")      \
   X(IsNan, "isnan")            \
   X(IsInf, "isinf")
 
 // Binary ops whose output dtype equals the computation dtype.
-#define EMBER_ARITH_BINARY_OPS(X) \
-  X(Add, "add")                   \
-  X(Sub, "sub")                   \
-  X(Mul, "mul")                   \
-  X(Div, "div")                   \
-  X(Maximum, "maximum")           \
-  X(Minimum, "minimum")           \
-  X(Pow, "pow")                   \
-  X(ThresholdBackward, "threshold_backward")
+#define EMBER_ARITH_BINARY_OPS(X)            \
+  X(Add, "add")                              \
+  X(Sub, "sub")                              \
+  X(Mul, "mul")                              \
+  X(Div, "div")                              \
+  X(Maximum, "maximum")                      \
+  X(Minimum, "minimum")                      \
+  X(Pow, "pow")                              \
+  X(ThresholdBackward, "threshold_backward") \
+  X(SigmoidBackward, "sigmoid_backward")     \
+  X(TanhBackward, "tanh_backward")           \
+  X(GeluBackward, "gelu_backward")           \
+  X(GeluTanhBackward, "gelu_backward")       \
+  X(SiluBackward, "silu_backward")
 
 // Binary ops that produce bool.
 #define EMBER_COMPARE_BINARY_OPS(X) \

@@ -93,6 +93,15 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
   }
 }
 
+/// An activation's backward: one fused kernel (`fused`, of the gradient and the saved tensor)
+/// when the backward is not itself recorded, the formula as ops (`composed`) when it is
+/// (create_graph), so that it can be differentiated again.
+template <typename Composed>
+Tensor activation_backward(BinaryOp fused, const Tensor& g, const Tensor& saved, const Composed& composed) {
+  if (GradMode::is_enabled()) return composed(g, saved);
+  return binary_impl(fused, g, saved, g.dtype());
+}
+
 void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
   // The backward formula is stored as is (no std::function inside the node's std::function);
   // x and out are saved only by the formulas that read them.
@@ -133,8 +142,8 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       return;
     case UnaryOp::Tanh:
       rec("TanhBackward0", [sout = SavedTensor::output(out)](const Tensor& g) {
-        Tensor t = sout.get();
-        return g * (1 - t * t);
+        return activation_backward(BinaryOp::TanhBackward, g, sout.get(),
+                                   [](const Tensor& grad, const Tensor& t) { return grad * (1 - t * t); });
       });
       return;
     case UnaryOp::Erf:
@@ -145,8 +154,8 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       return;
     case UnaryOp::Sigmoid:
       rec("SigmoidBackward0", [sout = SavedTensor::output(out)](const Tensor& g) {
-        Tensor s = sout.get();
-        return g * s * (1 - s);
+        return activation_backward(BinaryOp::SigmoidBackward, g, sout.get(),
+                                   [](const Tensor& grad, const Tensor& s) { return grad * (1 - s) * s; });
       });
       return;
     case UnaryOp::Relu:
@@ -156,27 +165,30 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
       return;
     case UnaryOp::Gelu:
       rec("GeluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
-        Tensor v = sx.get();
-        Tensor cdf = 0.5 * (1 + erf(v * (1 / std::numbers::sqrt2)));
-        Tensor pdf = exp(-0.5 * v * v) * kInvSqrt2Pi;
-        return g * (cdf + v * pdf);
+        return activation_backward(BinaryOp::GeluBackward, g, sx.get(), [](const Tensor& grad, const Tensor& v) {
+          Tensor cdf = 0.5 * (1 + erf(v * (1 / std::numbers::sqrt2)));
+          Tensor pdf = exp(-0.5 * v * v) * kInvSqrt2Pi;
+          return grad * (cdf + v * pdf);
+        });
       });
       return;
     case UnaryOp::GeluTanh:
       rec("GeluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
-        Tensor v = sx.get();
-        const double beta = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, kappa = 0.044715;
-        Tensor inner = beta * (v + kappa * v * v * v);
-        Tensor t = tanh(inner);
-        Tensor d_inner = beta * (1 + 3 * kappa * v * v);
-        return g * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * d_inner);
+        return activation_backward(BinaryOp::GeluTanhBackward, g, sx.get(), [](const Tensor& grad, const Tensor& v) {
+          const double beta = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, kappa = 0.044715;
+          Tensor inner = beta * (v + kappa * v * v * v);
+          Tensor t = tanh(inner);
+          Tensor d_inner = beta * (1 + 3 * kappa * v * v);
+          return grad * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * d_inner);
+        });
       });
       return;
     case UnaryOp::Silu:
       rec("SiluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
-        Tensor v = sx.get();
-        Tensor s = sigmoid(v);
-        return g * s * (1 + v * (1 - s));
+        return activation_backward(BinaryOp::SiluBackward, g, sx.get(), [](const Tensor& grad, const Tensor& v) {
+          Tensor s = sigmoid(v);
+          return grad * s * (1 + v * (1 - s));
+        });
       });
       return;
     case UnaryOp::LogicalNot:

@@ -311,6 +311,29 @@ TEST(HigherOrderGradgrad, Activations) {
   gradgradcheck("silu", [](auto& v) { return silu(v[0]); }, {randn({6})});
 }
 
+// An activation's backward runs as one fused kernel, or as ops when create_graph records it: the
+// two give the same gradient, in float32 and float64.
+TEST(HigherOrderGradgrad, ActivationGradientsAreTheSameRecordedOrNot) {
+  manual_seed(5);
+  const std::pair<const char*, Tensor (*)(const Tensor&)> activations[] = {
+      {"tanh", [](const Tensor& x) { return tanh(x); }}, {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }}, {"gelu tanh", [](const Tensor& x) { return gelu(x, "tanh"); }},
+      {"silu", [](const Tensor& x) { return silu(x); }},
+  };
+  for (Dtype dtype : {kFloat32, kFloat64}) {
+    Tensor x = (randn({257}) * 4).to(dtype).requires_grad_();
+    Tensor w = randn({257}).to(dtype);
+    for (const auto& [name, f] : activations) {
+      Tensor fused = autograd::grad({(f(x) * w).sum()}, {x})[0];
+      Tensor recorded = autograd::grad({(f(x) * w).sum()}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+      EXPECT_FALSE(fused.requires_grad()) << name;
+      EXPECT_TRUE(recorded.requires_grad()) << name;
+      const double tol = dtype == kFloat32 ? 1e-5 : 1e-12;
+      EXPECT_TRUE(allclose(fused, recorded.detach(), tol, tol)) << name << " in " << dtype_name(dtype);
+    }
+  }
+}
+
 TEST(HigherOrderGradgrad, WhereAndClamp) {
   manual_seed(4);
   gradgradcheck("where", [](auto& v) { return where(gt(v[0], v[1]), v[0].pow(2), v[1] * v[0]); },
