@@ -14,6 +14,7 @@
 #include "ember/tensor_options.h"
 #include "ember/threads.h"
 #include "ember/version.h"
+#include "ember/warning.h"
 #include "ember/data/dataloader.h"
 #include "ember/data/dataset.h"
 #include "ember/data/mnist.h"

@@ -14,6 +14,8 @@
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
 #include "ember/ops.h"
+#include "ember/optim/optimizer.h"  // python_float
+#include "ember/warning.h"
 
 namespace ember::nn {
 
@@ -82,6 +84,12 @@ RNNBase::RNNBase(Mode mode, int64_t input_size, int64_t hidden_size, RNNOptions 
     : mode(mode), input_size(input_size), hidden_size(hidden_size), options(std::move(options)) {
   const RNNOptions& o = this->options;
   check_probability(o.dropout);
+  if (o.dropout > 0 && o.num_layers == 1) {
+    warn(
+        detail::concat("dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
+                       "num_layers greater than 1, but got dropout=",
+                       optim::python_float(o.dropout), " and num_layers=", o.num_layers));
+  }
   EMBER_CHECK(input_size > 0, "input_size must be greater than zero");
   EMBER_CHECK(hidden_size > 0, "hidden_size must be greater than zero");
   EMBER_CHECK(o.num_layers > 0, "num_layers must be greater than zero");

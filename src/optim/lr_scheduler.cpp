@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "core/check.h"
+#include "ember/warning.h"
 
 namespace ember::optim {
 namespace {
@@ -39,6 +40,12 @@ void LRScheduler::initial_step() {
 }
 
 void LRScheduler::step() {
+  // PyTorch's check: the first step after construction should follow an optimizer step.
+  if (step_count_ == 1 && !optimizer_.has_stepped()) {
+    warn(
+        "Detected call of `lr_scheduler.step()` before `optimizer.step()`. Call `optimizer.step()` first and "
+        "`lr_scheduler.step()` after it; called the other way round, the schedule skips its first learning rate.");
+  }
   ++step_count_;
   ++last_epoch_;
   std::vector<double> lrs = compute_lr();

@@ -65,6 +65,7 @@ void Optimizer::step(const Tensor& skip) {
               "Optimizer::step(skip) expects a 0-dim bool tensor, got ", dtype_name(skip.dtype()), " of size ",
               detail::shape_str(skip.sizes()));
   NoGradGuard no_grad;
+  stepped_ = true;
   size_t index = 0;
   for (auto& group : groups_) {
     for (Tensor& param : group.params) {

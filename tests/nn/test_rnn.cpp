@@ -15,6 +15,7 @@
 #include "ember/ember.h"
 #include "ember/io/safetensors.h"
 #include "ember/nn/rnn.h"
+#include "support/collect_warnings.h"
 #include "support/error_of.h"
 #include "support/gradcheck.h"
 
@@ -260,6 +261,17 @@ TEST(Rnn, ParametersAreDrawnWithinTheBound) {
 }
 
 // ---------------------------------------------------------------- errors
+
+TEST(Rnn, DropoutWithOneLayerWarnsAsPyTorchDoes) {
+  ember_test::CollectWarnings warnings;
+  nn::LSTM(10, 20, {.dropout = 0.5});
+  nn::GRU(10, 20, {.num_layers = 2, .dropout = 0.5});  // dropout between the layers: no warning
+  nn::RNN(10, 20, {.dropout = 0.0});
+  ASSERT_EQ(warnings.messages().size(), 1u);
+  EXPECT_EQ(warnings.messages()[0],
+            "dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects num_layers "
+            "greater than 1, but got dropout=0.5 and num_layers=1");
+}
 
 TEST(Rnn, ConstructorErrors) {
   EXPECT_EQ(error_of([] { nn::RNN(10, 0); }), "hidden_size must be greater than zero");

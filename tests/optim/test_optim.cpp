@@ -13,6 +13,7 @@
 #include "ember/optim/clip_grad.h"
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/optimizers.h"
+#include "support/collect_warnings.h"
 
 namespace ember::optim {
 namespace {
@@ -301,6 +302,27 @@ TEST(LRSchedulers, StateDictLayout) {
   EXPECT_DOUBLE_EQ(d.at("base_lrs.0"), 0.1);
   EXPECT_DOUBLE_EQ(d.at("step_size"), 2);
   EXPECT_DOUBLE_EQ(d.at("gamma"), 0.5);
+}
+
+TEST(LRSchedulers, SteppingBeforeTheOptimizerWarnsOnce) {
+  {
+    ember_test::CollectWarnings warnings;
+    Tensor w = zeros({2}).requires_grad_();
+    SGD sgd({w}, {.lr = 0.1});
+    StepLR scheduler(sgd, 2);
+    scheduler.step();  // before any sgd.step(): the schedule's first value is lost
+    scheduler.step();
+    ASSERT_EQ(warnings.messages().size(), 1u);
+    EXPECT_EQ(warnings.messages()[0].rfind("Detected call of `lr_scheduler.step()` before `optimizer.step()`.", 0), 0u)
+        << warnings.messages()[0];
+  }
+  ember_test::CollectWarnings warnings;
+  Tensor w = zeros({2}).requires_grad_();
+  SGD sgd({w}, {.lr = 0.1});
+  StepLR scheduler(sgd, 2);
+  sgd.step();  // no gradient yet, but a step in the right order all the same
+  scheduler.step();
+  EXPECT_TRUE(warnings.messages().empty());
 }
 
 TEST(LRSchedulers, ArgumentChecks) {

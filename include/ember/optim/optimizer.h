@@ -64,6 +64,8 @@ class Optimizer {
   /// still counts in Adam's bias corrections. (PyTorch's fused optimizers keep their counts on the
   /// GPU for this; ember keeps them on the host, where the bias corrections are computed.)
   void step(const Tensor& skip);
+  /// Whether step() has been called (skipped steps count): schedulers warn when stepped first.
+  bool has_stepped() const { return stepped_; }
   /// Clears gradients: undefined (like `p.grad = None`) or zero-filled.
   void zero_grad(bool set_to_none = true);
 
@@ -105,6 +107,7 @@ class Optimizer {
   Options defaults_;
   std::vector<ParamGroup> groups_;
   std::vector<std::map<std::string, Tensor>> state_;  // indexed by global parameter index
+  bool stepped_ = false;
 };
 
 /// Python's repr() of a float ("-1.0", "1e-05"), for messages that match PyTorch's.
