@@ -119,4 +119,21 @@ void check_cross_entropy_views(const char* op, const TensorView& logits, const T
               "[", op, "] expects a weight of shape [C] and the logits' dtype");
 }
 
+std::pair<int64_t, int64_t> check_lstm_cell_views(const char* op, const TensorView& input_gates,
+                                                  const TensorView& hidden_gates, const TensorView& state,
+                                                  const TensorView& pair) {
+  const Dtype dtype = input_gates.dtype;
+  const bool ok = input_gates.ndim() == 2 && input_gates.sizes[1] % 4 == 0 && (dtype == kFloat32 || dtype == kFloat64);
+  EMBER_CHECK(ok, "[", op, "] expects float32 or float64 gates of shape [B, 4H]");
+  const int64_t batch = input_gates.sizes[0], hidden = input_gates.sizes[1] / 4;
+  auto matches = [&](const TensorView& v, std::initializer_list<int64_t> sizes) {
+    return v.dtype == dtype && v.is_contiguous() && same_dims(v.sizes, IntList(sizes));
+  };
+  EMBER_CHECK(matches(input_gates, {batch, 4 * hidden}) && matches(hidden_gates, {batch, 4 * hidden}) &&
+                  matches(state, {batch, hidden}) && matches(pair, {2, batch, hidden}),
+              "[", op, "] expects contiguous views of one dtype: gates [", batch, ", ", 4 * hidden,
+              "] twice, a state [", batch, ", ", hidden, "] and a pair of states [2, ", batch, ", ", hidden, "]");
+  return {batch, hidden};
+}
+
 }  // namespace ember

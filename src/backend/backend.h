@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/device.h"
@@ -192,6 +193,19 @@ class Backend {
                                       const TensorView& weight, int64_t ignore_index, double label_smoothing,
                                       const TensorView& stats, const TensorView& grad_logits) = 0;
 
+  /// The LSTM cell's update (kernels/rnn_ops.h) of B rows of H units: `input_gates` and
+  /// `hidden_gates` ([B, 4H], contiguous, float32 or float64) add up to the gates'
+  /// pre-activations in PyTorch's i, f, g, o order, and `cx` ([B, H]) is the cell state. Writes
+  /// `out` ([2, B, H]): hy to out[0], cy to out[1]. All views contiguous, of one dtype.
+  virtual void lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
+                         const TensorView& out) = 0;
+  /// Its gradient, from the forward pass's inputs and `grad_out` ([2, B, H]: the gradients of hy
+  /// and cy): writes `grad_gates` ([B, 4H], the gradient of either gate input, since they are
+  /// summed) and `grad_cx` ([B, H]), recomputing the activations rather than storing them.
+  virtual void lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates,
+                                  const TensorView& hidden_gates, const TensorView& cx, const TensorView& grad_gates,
+                                  const TensorView& grad_cx) = 0;
+
   /// Writes 1 to `out` (a 0-dim bool on this device) when every element of every view is finite,
   /// 0 otherwise, without waiting for the device. The views are contiguous, of floating dtypes,
   /// on out's device; there may be none.
@@ -237,6 +251,13 @@ void check_pool2d_args(const Pool2dArgs& args, const char* op);
 /// logits' dtype.
 void check_cross_entropy_views(const char* op, const TensorView& logits, const TensorView& target,
                                const TensorView& weight);
+
+/// Throws unless the views are what Backend::lstm_cell takes: gates [B, 4H] (two of them), a
+/// state [B, H] and a [2, B, H] pair of states (the output, or its gradient), all contiguous,
+/// float32 or float64, of one dtype. Returns {B, H}.
+std::pair<int64_t, int64_t> check_lstm_cell_views(const char* op, const TensorView& input_gates,
+                                                  const TensorView& hidden_gates, const TensorView& state,
+                                                  const TensorView& pair);
 
 /// The checks every backend's fused update makes: a float32/float64 contiguous parameter, and
 /// gradient and state views (those with data) of its dtype, size and device, contiguous.

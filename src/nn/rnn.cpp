@@ -2,11 +2,13 @@
 // chunk, unbind, stack), so that autograd and every backend come with them. Per layer and
 // direction, the input's projection x W_ih^T (+ biases) is one matrix product over all steps;
 // only h W_hh^T is computed step by step. The steps read that projection through unbind, whose
-// one gather node keeps backward linear in the sequence length.
+// one gather node keeps backward linear in the sequence length. The LSTM's cell update (the
+// gates' activations and the new state) is one fused op each way (ops/rnn_cell.h).
 #include "ember/nn/rnn.h"
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -16,6 +18,7 @@
 #include "ember/ops.h"
 #include "ember/optim/optimizer.h"  // python_float
 #include "ember/warning.h"
+#include "ops/rnn_cell.h"
 
 namespace ember::nn {
 
@@ -56,9 +59,7 @@ Tensor rnn_step(const Tensor& xp, const Tensor& h, const Step& p, bool relu) {
 }
 
 void lstm_step(const Tensor& xp, Tensor& h, Tensor& c, const Step& p) {
-  std::vector<Tensor> gates = (xp + functional::linear(h, p.w_hh)).chunk(4, 1);
-  c = sigmoid(gates[1]) * c + sigmoid(gates[0]) * ember::tanh(gates[2]);
-  h = sigmoid(gates[3]) * ember::tanh(c);
+  std::tie(h, c) = detail::lstm_cell_update(xp, functional::linear(h, p.w_hh), c);
   if (p.w_hr.defined()) h = functional::linear(h, p.w_hr);
 }
 

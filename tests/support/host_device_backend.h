@@ -199,6 +199,25 @@ class HostDeviceBackend final : public ember::Backend {
     cpu().cross_entropy_backward(grad_loss, logits, target, weight, ignore_index, label_smoothing, stats, grad_logits);
   }
 
+  // ---- the fused LSTM cell ----
+  void lstm_cell(const ember::TensorView& input_gates, const ember::TensorView& hidden_gates,
+                 const ember::TensorView& cx, const ember::TensorView& out) override {
+    on_device("lstm_cell",
+              {{"input_gates", &input_gates}, {"hidden_gates", &hidden_gates}, {"cx", &cx}, {"out", &out}});
+    cpu().lstm_cell(input_gates, hidden_gates, cx, out);
+  }
+  void lstm_cell_backward(const ember::TensorView& grad_out, const ember::TensorView& input_gates,
+                          const ember::TensorView& hidden_gates, const ember::TensorView& cx,
+                          const ember::TensorView& grad_gates, const ember::TensorView& grad_cx) override {
+    on_device("lstm_cell_backward", {{"grad_out", &grad_out},
+                                     {"input_gates", &input_gates},
+                                     {"hidden_gates", &hidden_gates},
+                                     {"cx", &cx},
+                                     {"grad_gates", &grad_gates},
+                                     {"grad_cx", &grad_cx}});
+    cpu().lstm_cell_backward(grad_out, input_gates, hidden_gates, cx, grad_gates, grad_cx);
+  }
+
   void all_finite(std::span<const ember::TensorView> xs, const ember::TensorView& out) override {
     for (const ember::TensorView& x : xs) on_device("all_finite", {{"xs[i]", &x}});
     on_device("all_finite", {{"out", &out}});

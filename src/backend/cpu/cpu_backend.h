@@ -7,6 +7,7 @@
 //   conv.cpp         2-D convolution              pool.cpp         2-D max/average pooling
 //   random.cpp       the default generator        optim.cpp        fused optimizer updates
 //   finite.cpp       all_finite (the trainer's per-step check)
+//   rnn.cpp          the LSTM cell's update, forward and backward
 #include "backend/backend.h"
 
 namespace ember::cpu {
@@ -55,6 +56,10 @@ class CpuBackend final : public Backend {
   void cross_entropy_backward(const TensorView& grad_loss, const TensorView& logits, const TensorView& target,
                               const TensorView& weight, int64_t ignore_index, double label_smoothing,
                               const TensorView& stats, const TensorView& grad_logits) override;
+  void lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
+                 const TensorView& out) override;
+  void lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates, const TensorView& hidden_gates,
+                          const TensorView& cx, const TensorView& grad_gates, const TensorView& grad_cx) override;
   void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step, const TensorView& skip) override;

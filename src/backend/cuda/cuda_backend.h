@@ -10,6 +10,7 @@
 //   random.cu         the Philox generator, randperm (CUB radix sort)
 //   optim.cu          fused optimizer updates (SGD, Adam/AdamW, Adadelta, RMSprop)
 //   finite.cu         all_finite (the trainer's per-step check, finite_plan.h)
+//   rnn.cu            the LSTM cell's update, forward and backward
 // Shared plumbing: runtime.h (checked calls, devices, streams, library handles), launch.h (grid
 // arithmetic, host-tested), caching_allocator.h (the memory pool, host-tested).
 //
@@ -59,6 +60,10 @@ class CudaBackend final : public Backend {
   void cross_entropy_backward(const TensorView& grad_loss, const TensorView& logits, const TensorView& target,
                               const TensorView& weight, int64_t ignore_index, double label_smoothing,
                               const TensorView& stats, const TensorView& grad_logits) override;
+  void lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
+                 const TensorView& out) override;
+  void lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates, const TensorView& hidden_gates,
+                          const TensorView& cx, const TensorView& grad_gates, const TensorView& grad_cx) override;
   void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step, const TensorView& skip) override;

@@ -1,0 +1,100 @@
+// CpuBackend::lstm_cell and its backward pass: the LSTM cell's element-wise update in one loop
+// each way (kernels/rnn_ops.h has the math). Op by op, a step of the cell reads and writes
+// [B, H] tensors about twelve times forward and thirty times backward; here each row is one pass,
+// in which GCC vectorises the unit loop and calls libmvec's exp and tanh (vector_libm.h).
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/dispatch.h"
+#include "backend/cpu/parallel.h"
+#include "backend/cpu/vector_libm.h"
+#include "core/check.h"
+#include "kernels/rnn_ops.h"
+
+namespace ember::cpu {
+namespace {
+
+/// Rows per chunk, so that a chunk holds about kGrainSize units' worth of work.
+int64_t row_grain(int64_t hidden) { return std::max<int64_t>(1, kGrainSize / (8 * hidden)); }
+
+template <typename T>
+void lstm_cell_rows(const T* input_gates, const T* hidden_gates, const T* cx, T* hy, T* cy, int64_t batch,
+                    int64_t hidden) {
+  parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const T* __restrict x = input_gates + b * 4 * hidden;
+      const T* __restrict h = hidden_gates + b * 4 * hidden;
+      const T* __restrict c = cx + b * hidden;
+      T* __restrict h_out = hy + b * hidden;
+      T* __restrict c_out = cy + b * hidden;
+#pragma omp simd
+      for (int64_t j = 0; j < hidden; ++j) {
+        const kernels::LstmCellState<T> s =
+            kernels::lstm_cell<T>(x[j] + h[j], x[hidden + j] + h[hidden + j], x[2 * hidden + j] + h[2 * hidden + j],
+                                  x[3 * hidden + j] + h[3 * hidden + j], c[j]);
+        h_out[j] = s.h;
+        c_out[j] = s.c;
+      }
+    }
+  });
+}
+
+template <typename T>
+void lstm_cell_backward_rows(const T* grad_hy, const T* grad_cy, const T* input_gates, const T* hidden_gates,
+                             const T* cx, T* grad_gates, T* grad_cx, int64_t batch, int64_t hidden) {
+  parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const T* __restrict x = input_gates + b * 4 * hidden;
+      const T* __restrict h = hidden_gates + b * 4 * hidden;
+      const T* __restrict c = cx + b * hidden;
+      const T* __restrict dh = grad_hy + b * hidden;
+      const T* __restrict dc = grad_cy + b * hidden;
+      T* __restrict dg = grad_gates + b * 4 * hidden;
+      T* __restrict dcx = grad_cx + b * hidden;
+#pragma omp simd
+      for (int64_t j = 0; j < hidden; ++j) {
+        const kernels::LstmCellGrads<T> g = kernels::lstm_cell_backward<T>(
+            x[j] + h[j], x[hidden + j] + h[hidden + j], x[2 * hidden + j] + h[2 * hidden + j],
+            x[3 * hidden + j] + h[3 * hidden + j], c[j], dh[j], dc[j]);
+        dg[j] = g.i;
+        dg[hidden + j] = g.f;
+        dg[2 * hidden + j] = g.g;
+        dg[3 * hidden + j] = g.o;
+        dcx[j] = g.cx;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
+                           const TensorView& out) {
+  const auto [batch, hidden] = check_lstm_cell_views("lstm_cell", input_gates, hidden_gates, cx, out);
+  dispatch_floating(input_gates.dtype, "lstm_cell", [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      T* hy = out.ptr<T>();
+      lstm_cell_rows(input_gates.ptr<const T>(), hidden_gates.ptr<const T>(), cx.ptr<const T>(), hy,
+                     hy + batch * hidden, batch, hidden);
+    }
+  });
+}
+
+void CpuBackend::lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates,
+                                    const TensorView& hidden_gates, const TensorView& cx, const TensorView& grad_gates,
+                                    const TensorView& grad_cx) {
+  const auto [batch, hidden] = check_lstm_cell_views("lstm_cell_backward", input_gates, hidden_gates, cx, grad_out);
+  check_lstm_cell_views("lstm_cell_backward", grad_gates, hidden_gates, grad_cx, grad_out);
+  dispatch_floating(input_gates.dtype, "lstm_cell_backward", [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* grad_hy = grad_out.ptr<const T>();
+      lstm_cell_backward_rows(grad_hy, grad_hy + batch * hidden, input_gates.ptr<const T>(),
+                              hidden_gates.ptr<const T>(), cx.ptr<const T>(), grad_gates.ptr<T>(), grad_cx.ptr<T>(),
+                              batch, hidden);
+    }
+  });
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,79 @@
+// The fused LSTM cell (rnn_cell.h). Forward, one kernel writes hy and cy side by side in one
+// [2, B, H] tensor, recorded as a single node, which the caller sees through unbind: both halves
+// then share that node, and the split's gather node hands it their two gradients as one tensor.
+// Backward, one kernel recomputes the activations from the saved inputs and writes the gates'
+// and cx's gradients. The two gate inputs get the same gradient tensor (their sum is what the
+// cell reads), as PyTorch's fused cell gives it.
+#include "ops/rnn_cell.h"
+
+#include <vector>
+
+#include "autograd/node.h"
+#include "backend/backend.h"
+#include "core/check.h"
+#include "core/tensor_internal.h"
+#include "ember/autograd.h"
+#include "ember/ops.h"
+
+namespace ember::detail {
+
+namespace {
+
+std::pair<Tensor, Tensor> lstm_cell_composed(const Tensor& gates, const Tensor& cx) {
+  std::vector<Tensor> g = gates.chunk(4, 1);
+  Tensor cy = sigmoid(g[1]) * cx + sigmoid(g[0]) * tanh(g[2]);
+  Tensor hy = sigmoid(g[3]) * tanh(cy);
+  return {hy, cy};
+}
+
+/// The backward formula (kernels/rnn_ops.h) as ops, for a backward pass that is itself recorded.
+std::vector<Tensor> lstm_cell_grad_recorded(const Tensor& grad, const Tensor& input_gates, const Tensor& hidden_gates,
+                                            const Tensor& cx) {
+  std::vector<Tensor> a = (input_gates + hidden_gates).chunk(4, 1);
+  const Tensor si = sigmoid(a[0]), sf = sigmoid(a[1]), tg = tanh(a[2]), so = sigmoid(a[3]);
+  const Tensor tc = tanh(sf * cx + si * tg);
+  const Tensor dh = grad[0], dc = grad[1];
+  const Tensor dcy = dc + dh * so * (1 - tc * tc);
+  const Tensor d_gates = cat(
+      {dcy * tg * (si * (1 - si)), dcy * cx * (sf * (1 - sf)), dcy * si * (1 - tg * tg), dh * tc * (so * (1 - so))}, 1);
+  return {d_gates, d_gates, dcy * sf};
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> lstm_cell_update(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& cx) {
+  const Dtype dtype = input_gates.dtype();
+  if (dtype != kFloat32 && dtype != kFloat64) return lstm_cell_composed(input_gates + hidden_gates, cx);
+  EMBER_CHECK(input_gates.dim() == 2 && input_gates.size(1) % 4 == 0 &&
+                  same_dims(hidden_gates.sizes(), input_gates.sizes()) && cx.dim() == 2 &&
+                  cx.size(0) == input_gates.size(0) && cx.size(1) * 4 == input_gates.size(1),
+              "lstm_cell: expected gates [B, 4H] (twice) and a cell state [B, H], got ", shape_str(input_gates.sizes()),
+              ", ", shape_str(hidden_gates.sizes()), " and ", shape_str(cx.sizes()));
+  EMBER_CHECK(hidden_gates.dtype() == dtype && cx.dtype() == dtype, "lstm_cell: expected one dtype, got ",
+              dtype_name(dtype), ", ", dtype_name(hidden_gates.dtype()), " and ", dtype_name(cx.dtype()));
+  EMBER_CHECK(hidden_gates.device() == cx.device() && input_gates.device() == cx.device(),
+              "lstm_cell: expected all tensors to be on the same device, got ", input_gates.device(), ", ",
+              hidden_gates.device(), " and ", cx.device());
+  const Tensor xg = input_gates.contiguous(), hg = hidden_gates.contiguous(), c = cx.contiguous();
+  Tensor out = make_tensor({2, c.size(0), c.size(1)}, dtype, c.device());
+  backend_for(c.device()).lstm_cell(view_of(xg), view_of(hg), view_of(c), view_of(out));
+  if (autograd::needs_grad({&input_gates, &hidden_gates, &cx})) {
+    autograd::record(out, "LstmCellBackward0", {&input_gates, &hidden_gates, &cx},
+                     [saved_x = autograd::SavedTensor(xg), saved_h = autograd::SavedTensor(hg),
+                      saved_c = autograd::SavedTensor(c)](const Tensor& g) {
+                       const Tensor x = saved_x.get(), h = saved_h.get(), state = saved_c.get();
+                       if (GradMode::is_enabled()) return lstm_cell_grad_recorded(g, x, h, state);
+                       const Tensor grad = g.contiguous();
+                       Tensor grad_gates = make_tensor(x.sizes(), x.dtype(), x.device());
+                       Tensor grad_cx = make_tensor(state.sizes(), state.dtype(), state.device());
+                       backend_for(x.device())
+                           .lstm_cell_backward(view_of(grad), view_of(x), view_of(h), view_of(state),
+                                               view_of(grad_gates), view_of(grad_cx));
+                       return std::vector<Tensor>{grad_gates, grad_gates, grad_cx};
+                     });
+  }
+  std::vector<Tensor> halves = out.unbind(0);
+  return {halves[0], halves[1]};
+}
+
+}  // namespace ember::detail
