@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ember/tensor.h"
@@ -71,6 +72,10 @@ class DetectAnomalyGuard {
 /// sending a gradient from here, while backward goes on with the layers before it.
 using PostAccumulateGradHook = std::function<void(const Tensor& leaf)>;
 
+/// Called with the gradient computed for a tensor (PyTorch's Tensor.register_hook): returns
+/// the gradient to use in its place, or an undefined tensor to leave it as it is.
+using TensorHook = std::function<Tensor(const Tensor& grad)>;
+
 /// Removes the hook it was returned for; removing twice, or after the tensor is gone, does nothing.
 class HookHandle {
  public:
@@ -79,13 +84,24 @@ class HookHandle {
 
  private:
   friend HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulateGradHook hook);
-  std::weak_ptr<AutogradMeta> meta_;
-  uint64_t id_ = 0;
+  friend HookHandle register_hook(const Tensor& tensor, TensorHook hook);
+  explicit HookHandle(std::function<void()> remover) : remover_(std::move(remover)) {}
+  std::function<void()> remover_;
 };
 
 /// Registers `hook` on `leaf`, which must be a leaf tensor that requires grad. Hooks run in the
 /// order registered, on the thread running backward(), with grad mode off.
 HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulateGradHook hook);
+
+/// Registers `hook` on `tensor`, which must require grad (Tensor.register_hook). Each backward
+/// pass (or autograd::grad) that computes the tensor's gradient calls the hooks in the order
+/// registered, each with the gradient the previous one left; what the last leaves is what flows
+/// on: into the leaf's grad(), or to the ops that made the tensor. A hook may not change the
+/// gradient's size, dtype or device. As in PyTorch, a hook registered on a non-leaf tensor that
+/// is later written in place sees the gradient of the value the tensor had when it was
+/// registered. Hooks run on the thread running backward, with grad mode on only under
+/// create_graph.
+HookHandle register_hook(const Tensor& tensor, TensorHook hook);
 
 namespace autograd {
 /// Runs `callback` once the backward() running on this thread has finished every node, before

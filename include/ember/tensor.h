@@ -70,8 +70,16 @@ class Tensor {
   Tensor& requires_grad_(bool requires_grad = true);
   /// True unless the tensor is the result of a recorded op.
   bool is_leaf() const;
-  /// The accumulated gradient of a leaf (undefined until a backward pass reaches it).
+  /// The accumulated gradient of a leaf, or of a non-leaf after retain_grad() (undefined until a
+  /// backward pass reaches it). Reading it on any other non-leaf warns, as PyTorch does: backward
+  /// never fills it.
   Tensor grad() const;
+  /// Makes backward passes accumulate this non-leaf tensor's gradient into its grad(), as they
+  /// do for leaves (Tensor.retain_grad); does nothing on a leaf. The tensor must require grad.
+  /// Written in place afterwards, the tensor keeps the gradient of its newest value.
+  void retain_grad() const;
+  /// Whether retain_grad() was called on this non-leaf tensor (false for leaves, as in PyTorch).
+  bool retains_grad() const;
   /// Replaces the gradient (an undefined tensor clears it, like `p.grad = None`).
   void set_grad(const Tensor& grad);
   /// Back-propagates from this tensor; `gradient` may be omitted for one-element tensors.

@@ -5,12 +5,14 @@
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "autograd/node.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "ember/warning.h"
 
 namespace ember {
 
@@ -133,7 +135,13 @@ std::shared_ptr<Node> make_node(const char* name, std::span<const Tensor* const>
 void set_grad_fn(const Tensor& t, std::shared_ptr<Node> fn) {
   detail::TensorImpl& impl = t.impl();
   if (!impl.autograd) impl.autograd = std::make_shared<AutogradMeta>();
-  impl.autograd->grad_fn = std::move(fn);
+  AutogradMeta& meta = *impl.autograd;
+  if (meta.retains_grad) {
+    // retain_grad follows the tensor to its new history (an in-place write, a view rebuilt).
+    if (meta.grad_fn) meta.grad_fn->retains_grad_of.reset();
+    if (fn) fn->retains_grad_of = t.impl_ptr();
+  }
+  meta.grad_fn = std::move(fn);
 }
 
 void record_view(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
@@ -182,6 +190,36 @@ Tensor sum_to(const Tensor& grad, IntList sizes) {
 }
 
 namespace {
+
+/// Runs the tensor hooks of the tensor `node` receives gradients for (a leaf's, through its
+/// accumulator, or the non-leaf's that `node` produced), then fills a retained grad().
+Tensor apply_tensor_hooks(const Node& node, Tensor grad) {
+  std::vector<std::pair<uint64_t, TensorHook>> hooks;  // a copy: a hook may remove hooks
+  std::shared_ptr<detail::TensorImpl> leaf;
+  if (node.accumulates) {
+    leaf = node.leaf.lock();
+    if (leaf && leaf->autograd) hooks = leaf->autograd->tensor_hooks;
+  } else {
+    hooks = node.tensor_hooks;
+  }
+  for (const auto& [id, hook] : hooks) {
+    Tensor replaced = hook(grad);
+    if (!replaced.defined()) continue;
+    EMBER_CHECK(same_dims(replaced.sizes(), grad.sizes()), "hook 'hook' has changed the size of value: it returned ",
+                detail::shape_str(replaced.sizes()), " for a gradient of size ", detail::shape_str(grad.sizes()));
+    EMBER_CHECK(replaced.dtype() == grad.dtype(), "hook 'hook' has changed the type of value (was ",
+                dtype_name(grad.dtype()), " got ", dtype_name(replaced.dtype()), ")");
+    EMBER_CHECK(replaced.device() == grad.device(), "hook 'hook' has changed the device of value (was ", grad.device(),
+                " got ", replaced.device(), ")");
+    grad = std::move(replaced);
+  }
+  if (auto retained = node.retains_grad_of.lock()) {
+    // PyTorch's retain_grad hook, run after the others: a copy first, a sum afterwards.
+    AutogradMeta& meta = *retained->autograd;
+    meta.grad = meta.grad.defined() ? meta.grad + grad : grad.clone();
+  }
+  return grad;
+}
 
 void accumulate_into_leaf(const Node& node, Tensor grad) {
   auto impl = node.leaf.lock();
@@ -330,7 +368,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
       grad = std::move(it->second);
       buffers.erase(it);
     }
-    if (task.is_target.contains(node)) target_grads[node] = grad;
+    const bool is_target = task.is_target.contains(node);
     // grad() never accumulates, and runs a node only when a target lies beyond it.
     const bool has_grad = node->slots > 1 ? !slot_grads.empty() : grad.defined();
     bool runs = has_grad && (targets.empty() || !node->accumulates);
@@ -338,6 +376,8 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
       runs = std::any_of(node->next.begin(), node->next.end(),
                          [&](const Edge& e) { return e.node && task.needs(e.node.get()); });
     }
+    if (grad.defined() && (runs || is_target)) grad = apply_tensor_hooks(*node, std::move(grad));
+    if (is_target) target_grads[node] = grad;
     std::vector<Tensor> input_grads;
     if (runs) {
       if (node->accumulates) {
@@ -470,7 +510,29 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
 
 bool Tensor::is_leaf() const { return autograd::grad_fn_of(*this) == nullptr; }
 
-Tensor Tensor::grad() const { return impl().autograd ? impl().autograd->grad : Tensor(); }
+Tensor Tensor::grad() const {
+  const auto& meta = impl().autograd;
+  if (meta && meta->grad.defined()) return meta->grad;
+  if (meta && !meta->retains_grad && !is_leaf()) {
+    warn(
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+        "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+        "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+        "you access the leaf Tensor instead.");
+  }
+  return Tensor();
+}
+
+void Tensor::retain_grad() const {
+  detail::check_defined(*this, "retain_grad");
+  EMBER_CHECK(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+  if (is_leaf()) return;  // a leaf's gradient is kept anyway
+  const std::shared_ptr<autograd::Node>& fn = autograd::grad_fn_of(*this);
+  impl().autograd->retains_grad = true;
+  fn->retains_grad_of = impl_ptr();
+}
+
+bool Tensor::retains_grad() const { return impl().autograd && impl().autograd->retains_grad && !is_leaf(); }
 
 void Tensor::set_grad(const Tensor& grad) {
   if (grad.defined()) {
@@ -491,10 +553,7 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, 
 }
 
 void HookHandle::remove() {
-  if (auto meta = meta_.lock()) {
-    std::erase_if(meta->post_accumulate_hooks, [&](const auto& entry) { return entry.first == id_; });
-  }
-  meta_.reset();
+  if (remover_) std::exchange(remover_, nullptr)();
 }
 
 HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulateGradHook hook) {
@@ -503,12 +562,34 @@ HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulate
               "cannot register a hook on a tensor that doesn't require gradient; call requires_grad_() first");
   EMBER_CHECK(leaf.is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
   EMBER_CHECK(hook != nullptr, "register_post_accumulate_grad_hook: the hook is empty");
-  AutogradMeta& meta = *leaf.impl().autograd;
-  HookHandle handle;
-  handle.id_ = g_hook_ids.fetch_add(1);
-  handle.meta_ = leaf.impl().autograd;
-  meta.post_accumulate_hooks.emplace_back(handle.id_, std::move(hook));
-  return handle;
+  const uint64_t id = g_hook_ids.fetch_add(1);
+  leaf.impl().autograd->post_accumulate_hooks.emplace_back(id, std::move(hook));
+  return HookHandle([meta = std::weak_ptr<AutogradMeta>(leaf.impl().autograd), id] {
+    if (auto m = meta.lock())
+      std::erase_if(m->post_accumulate_hooks, [&](const auto& entry) { return entry.first == id; });
+  });
+}
+
+HookHandle register_hook(const Tensor& tensor, TensorHook hook) {
+  detail::check_defined(tensor, "register_hook");
+  EMBER_CHECK(tensor.requires_grad(),
+              "cannot register a hook on a tensor that doesn't require gradient; call requires_grad_() first");
+  EMBER_CHECK(hook != nullptr, "register_hook: the hook is empty");
+  const uint64_t id = g_hook_ids.fetch_add(1);
+  auto erase = [id](std::vector<std::pair<uint64_t, TensorHook>>& hooks) {
+    std::erase_if(hooks, [&](const auto& entry) { return entry.first == id; });
+  };
+  if (tensor.is_leaf()) {
+    tensor.impl().autograd->tensor_hooks.emplace_back(id, std::move(hook));
+    return HookHandle([meta = std::weak_ptr<AutogradMeta>(tensor.impl().autograd), erase] {
+      if (auto m = meta.lock()) erase(m->tensor_hooks);
+    });
+  }
+  const std::shared_ptr<autograd::Node>& fn = autograd::grad_fn_of(tensor);
+  fn->tensor_hooks.emplace_back(id, std::move(hook));
+  return HookHandle([node = std::weak_ptr<autograd::Node>(fn), erase] {
+    if (auto n = node.lock()) erase(n->tensor_hooks);
+  });
 }
 
 std::string Tensor::grad_fn_name() const {

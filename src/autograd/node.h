@@ -104,6 +104,11 @@ struct Node : std::enable_shared_from_this<Node> {
   bool accumulates = false;                // an AccumulateGrad node of a leaf
   std::weak_ptr<detail::TensorImpl> leaf;  // the leaf it accumulates into
   uint64_t sequence_nr = 0;                // creation order: later nodes run first when both are ready
+  // The hooks of the tensor this node produced (register_hook on a non-leaf), by registration
+  // id, and the tensor whose grad() the gradient arriving here fills (retain_grad). Leaves keep
+  // theirs in AutogradMeta, since their accumulator is made afresh for each graph.
+  std::vector<std::pair<uint64_t, TensorHook>> tensor_hooks;
+  std::weak_ptr<detail::TensorImpl> retains_grad_of;
 };
 
 /// A tensor kept for backward, with the version it had when saved, so that an in-place change
@@ -205,6 +210,8 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;    // set on results of recorded ops
   std::weak_ptr<autograd::Node> accumulator;  // a leaf's AccumulateGrad, shared by all its uses
   std::vector<std::pair<uint64_t, PostAccumulateGradHook>> post_accumulate_hooks;  // by registration id
+  std::vector<std::pair<uint64_t, TensorHook>> tensor_hooks;  // a leaf's register_hook hooks, by id
+  bool retains_grad = false;                                  // retain_grad() was called (non-leaf)
 };
 
 }  // namespace ember
