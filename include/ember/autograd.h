@@ -126,11 +126,14 @@ namespace autograd {
 /// than accumulated: no tensor's grad() changes and no post-accumulate hook runs. Inputs may be
 /// leaves or intermediate results, and must require grad. Only the part of the graph between
 /// the outputs and the inputs runs. An input the outputs do not depend on is an error unless
-/// `allow_unused`, which returns an undefined tensor for it. `grad_outputs`, `retain_graph` and
-/// `create_graph` are as for ember::backward().
+/// `allow_unused`, which returns an undefined tensor for it, or `materialize_grads`, which returns
+/// zeros (a new leaf requiring grad, as PyTorch makes it) and implies `allow_unused` unless that is
+/// given as false, which is an error. `grad_outputs`, `retain_graph` and `create_graph` are as
+/// for ember::backward().
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
-                         bool create_graph = false, bool allow_unused = false);
+                         bool create_graph = false, std::optional<bool> allow_unused = std::nullopt,
+                         bool materialize_grads = false);
 }  // namespace autograd
 
 }  // namespace ember

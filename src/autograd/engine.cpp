@@ -463,7 +463,11 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
 
 std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                                    const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
-                                   bool create_graph, bool allow_unused) {
+                                   bool create_graph, std::optional<bool> allow_unused_arg, bool materialize_grads) {
+  EMBER_CHECK(!(materialize_grads && allow_unused_arg == false),
+              "Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+              "allow_unused=False.");
+  const bool allow_unused = allow_unused_arg.value_or(materialize_grads);
   EMBER_CHECK(!inputs.empty(), "grad requires one or more inputs");
   Targets targets;
   std::vector<std::shared_ptr<Node>> keep_alive;  // a leaf's accumulator lives only while referenced
@@ -480,6 +484,7 @@ std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs, const std
                 "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "
                 "if this is the desired behavior. (input ",
                 i, ")");
+    if (!grads[i].defined() && materialize_grads) grads[i] = zeros_like(inputs[i]).requires_grad_();
   }
   return grads;
 }

@@ -118,6 +118,27 @@ TEST(HigherOrderEngine, InputsOutsideTheGraph) {
   EXPECT_FALSE(gs[2].defined());
 }
 
+TEST(HigherOrderEngine, MaterializeGradsReturnsZerosForUnusedInputs) {
+  Tensor x = f64({1.0, 2.0}).requires_grad_();
+  Tensor unused = f64({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor y = (x * x).sum();
+  // allow_unused defaults to materialize_grads, as in PyTorch.
+  std::vector<Tensor> gs = autograd::grad({y}, {x, unused}, {}, true, /*create_graph=*/true, std::nullopt,
+                                          /*materialize_grads=*/true);
+  ASSERT_EQ(gs.size(), 2u);
+  EXPECT_TRUE(close(gs[0], f64({2.0, 4.0}))) << gs[0];
+  ASSERT_TRUE(gs[1].defined());
+  EXPECT_TRUE(close(gs[1], f64({0.0, 0.0, 0.0}))) << gs[1];
+  EXPECT_TRUE(gs[1].requires_grad());  // a leaf of its own, so that it can be differentiated further
+  EXPECT_TRUE(gs[1].is_leaf());
+  // The zeros take part in a second derivative like any gradient: d/dx of sum(2x) + sum(0).
+  std::vector<Tensor> second = autograd::grad({gs[0].sum() + gs[1].sum()}, {x});
+  EXPECT_TRUE(close(second[0], f64({2.0, 2.0}))) << second[0];
+  EXPECT_EQ(error_of([&] { autograd::grad({y}, {unused}, {}, true, false, /*allow_unused=*/false, true); }),
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+            "allow_unused=False.");
+}
+
 TEST(HigherOrderEngine, RetainGraphDefaultsToCreateGraph) {
   Tensor x = f64({0.5, 1.5}).requires_grad_();
   const char* second_time = "Trying to backward through the graph a second time";
