@@ -134,6 +134,21 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
                          bool create_graph = false, std::optional<bool> allow_unused = std::nullopt,
                          bool materialize_grads = false);
+
+/// Activation checkpointing (torch.utils.checkpoint.checkpoint in its reentrant form): runs
+/// `fn(inputs)` without recording, so that none of the activations inside it are kept, and
+/// records one node that, when backward() reaches it, runs `fn` again with recording on and
+/// back-propagates through that second run. Memory for compute: a block's activations cost one
+/// extra forward pass of the block instead. The random generators (the CPU's, and the GPU's of
+/// the first input on one) are set back for the second run, so dropout draws the same masks.
+/// The parameters `fn` uses get their gradients while the second run is back-propagated.
+///
+/// As in PyTorch's reentrant form: the output requires grad only when an input does (otherwise
+/// a warning says the gradients will be None), and a checkpointed block works with backward()
+/// only, not with autograd::grad or create_graph, which are errors when they reach it. `fn`
+/// must compute the same thing both times; it is called with the inputs detached.
+Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs);
+
 }  // namespace autograd
 
 }  // namespace ember

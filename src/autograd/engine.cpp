@@ -25,6 +25,8 @@ std::atomic<uint64_t> g_hook_ids{1};
 thread_local std::vector<std::function<void()>>* g_final_callbacks = nullptr;
 // The node whose backward function is running on this thread, for SavedTensor::output.
 thread_local autograd::Node* g_running_node = nullptr;
+// Whether the innermost pass running on this thread is a grad() (targets, no accumulation).
+thread_local bool g_in_grad_call = false;
 }  // namespace
 
 bool GradMode::is_enabled() { return g_grad_enabled; }
@@ -322,6 +324,11 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     }
     ~CallbacksScope() { g_final_callbacks = previous; }
   } callbacks_scope(&final_callbacks);
+  struct GradCallScope {
+    bool previous;
+    explicit GradCallScope(bool mine) : previous(g_in_grad_call) { g_in_grad_call = mine; }
+    ~GradCallScope() { g_in_grad_call = previous; }
+  } grad_call_scope(captured != nullptr);
   std::unordered_map<Node*, Tensor> buffers;
   std::unordered_map<Node*, std::vector<Tensor>> slot_buffers;  // of gather nodes
   std::vector<std::shared_ptr<Node>> roots;
@@ -446,6 +453,8 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
 }
 
 }  // namespace
+
+bool in_grad_call() { return g_in_grad_call; }
 
 void queue_callback(std::function<void()> callback) {
   EMBER_CHECK(g_final_callbacks != nullptr,

@@ -201,6 +201,10 @@ Tensor as_strided_backward(const Tensor& grad, const Geometry& input, const Geom
 /// Sums `grad` down to `sizes` (undoing broadcasting).
 Tensor sum_to(const Tensor& grad, IntList sizes);
 
+/// True inside a backward function run by autograd::grad (which must not accumulate into any
+/// grad()), false inside one run by backward().
+bool in_grad_call();
+
 }  // namespace autograd
 
 /// Autograd state of a tensor (TensorImpl::autograd).
