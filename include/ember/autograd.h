@@ -106,7 +106,9 @@ HookHandle register_hook(const Tensor& tensor, TensorHook hook);
 namespace autograd {
 /// Runs `callback` once the backward() running on this thread has finished every node, before
 /// it returns (torch's Variable._execution_engine.queue_callback). Only valid inside backward(),
-/// i.e. from a backward function or a hook; callbacks run in the order queued.
+/// i.e. from a backward function or a hook; callbacks run in the order queued. A backward pass
+/// run from inside another's backward function (a checkpointed block's) queues onto the
+/// outermost pass, so its callbacks still run after every gradient of the user's backward().
 void queue_callback(std::function<void()> callback);
 }  // namespace autograd
 

@@ -323,7 +323,9 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
       g_final_callbacks = mine;
     }
     ~CallbacksScope() { g_final_callbacks = previous; }
-  } callbacks_scope(&final_callbacks);
+  } callbacks_scope(g_final_callbacks != nullptr ? g_final_callbacks : &final_callbacks);
+  // A pass run inside a backward function (a checkpointed block's second run) queues its
+  // callbacks onto the pass that contains it: "backward has finished" means the outermost one.
   struct GradCallScope {
     bool previous;
     explicit GradCallScope(bool mine) : previous(g_in_grad_call) { g_in_grad_call = mine; }

@@ -91,6 +91,26 @@ TEST(ActivationCheckpoint, KeepsNoActivationsAndRunsTheBlockTwice) {
   EXPECT_TRUE(allclose(x.grad(), (x * 2).exp() * 2));
 }
 
+TEST(ActivationCheckpoint, CallbacksQueuedInsideTheBlockRunAfterTheWholeBackward) {
+  // What DistributedDataParallel relies on: a gradient hook inside the block queues the step's
+  // finish, which must wait for the layers before the block too.
+  Tensor w0 = randn({3}, kFloat64).requires_grad_();  // used before the block: its gradient comes last
+  Tensor w1 = randn({3}, kFloat64).requires_grad_();  // used inside the block
+  bool w0_had_its_gradient = false;
+  int callbacks = 0;
+  register_post_accumulate_grad_hook(w1, [&](const Tensor&) {
+    autograd::queue_callback([&] {
+      ++callbacks;
+      w0_had_its_gradient = w0.grad().defined();
+    });
+  });
+  Tensor h = randn({3}, kFloat64) * w0;
+  Tensor out = autograd::checkpoint([&](const std::vector<Tensor>& in) { return (in[0] * w1).sum(); }, {h});
+  out.backward();
+  EXPECT_EQ(callbacks, 1);
+  EXPECT_TRUE(w0_had_its_gradient);
+}
+
 TEST(ActivationCheckpoint, WorksOnlyWithBackward) {
   auto fn = [](const std::vector<Tensor>& in) { return (in[0] * in[0]).sum(); };
   Tensor x = randn({3}, kFloat64).requires_grad_();
