@@ -119,21 +119,41 @@ void check_cross_entropy_views(const char* op, const TensorView& logits, const T
               "[", op, "] expects a weight of shape [C] and the logits' dtype");
 }
 
-std::pair<int64_t, int64_t> check_lstm_cell_views(const char* op, const TensorView& input_gates,
-                                                  const TensorView& hidden_gates, const TensorView& state,
-                                                  const TensorView& pair) {
+namespace {
+
+/// The recurrent cells' view checks: gates [B, G H] twice, a state [B, H] and a result, [2, B, H]
+/// (a pair of states) or [B, H]; all contiguous, of one floating dtype.
+std::pair<int64_t, int64_t> check_cell_views(const char* op, int64_t gates, const TensorView& input_gates,
+                                             const TensorView& hidden_gates, const TensorView& state,
+                                             const TensorView& result, bool result_is_pair) {
   const Dtype dtype = input_gates.dtype;
-  const bool ok = input_gates.ndim() == 2 && input_gates.sizes[1] % 4 == 0 && (dtype == kFloat32 || dtype == kFloat64);
-  EMBER_CHECK(ok, "[", op, "] expects float32 or float64 gates of shape [B, 4H]");
-  const int64_t batch = input_gates.sizes[0], hidden = input_gates.sizes[1] / 4;
+  EMBER_CHECK(input_gates.ndim() == 2 && input_gates.sizes[1] % gates == 0 && (dtype == kFloat32 || dtype == kFloat64),
+              "[", op, "] expects float32 or float64 gates of shape [B, ", gates, "H]");
+  const int64_t batch = input_gates.sizes[0], hidden = input_gates.sizes[1] / gates;
   auto matches = [&](const TensorView& v, std::initializer_list<int64_t> sizes) {
     return v.dtype == dtype && v.is_contiguous() && same_dims(v.sizes, IntList(sizes));
   };
-  EMBER_CHECK(matches(input_gates, {batch, 4 * hidden}) && matches(hidden_gates, {batch, 4 * hidden}) &&
-                  matches(state, {batch, hidden}) && matches(pair, {2, batch, hidden}),
-              "[", op, "] expects contiguous views of one dtype: gates [", batch, ", ", 4 * hidden,
-              "] twice, a state [", batch, ", ", hidden, "] and a pair of states [2, ", batch, ", ", hidden, "]");
+  const bool result_ok = result_is_pair ? matches(result, {2, batch, hidden}) : matches(result, {batch, hidden});
+  EMBER_CHECK(matches(input_gates, {batch, gates * hidden}) && matches(hidden_gates, {batch, gates * hidden}) &&
+                  matches(state, {batch, hidden}) && result_ok,
+              "[", op, "] expects contiguous views of one dtype: gates [", batch, ", ", gates * hidden,
+              "] twice, a state [", batch, ", ", hidden, "] and ",
+              result_is_pair ? "a pair of states [2, " : "an output [", batch, ", ", hidden, "]");
   return {batch, hidden};
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> check_lstm_cell_views(const char* op, const TensorView& input_gates,
+                                                  const TensorView& hidden_gates, const TensorView& state,
+                                                  const TensorView& pair) {
+  return check_cell_views(op, 4, input_gates, hidden_gates, state, pair, true);
+}
+
+std::pair<int64_t, int64_t> check_gru_cell_views(const char* op, const TensorView& input_gates,
+                                                 const TensorView& hidden_gates, const TensorView& state,
+                                                 const TensorView& out) {
+  return check_cell_views(op, 3, input_gates, hidden_gates, state, out, false);
 }
 
 }  // namespace ember

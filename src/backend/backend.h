@@ -206,6 +206,18 @@ class Backend {
                                   const TensorView& hidden_gates, const TensorView& cx, const TensorView& grad_gates,
                                   const TensorView& grad_cx) = 0;
 
+  /// The GRU cell's update (kernels/rnn_ops.h): `input_gates` (x W_ih^T + b_ih) and
+  /// `hidden_gates` (h W_hh^T + b_hh), [B, 3H] in PyTorch's r, z, n order, and the state `hx`
+  /// ([B, H]) give `out` = hy ([B, H]). All views contiguous, of one dtype, float32 or float64.
+  virtual void gru_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& hx,
+                        const TensorView& out) = 0;
+  /// Its gradient from `grad_out` ([B, H]): writes the input gates' ([B, 3H]), the hidden gates'
+  /// ([B, 3H]; they differ in the n gate, which r scales) and hx's ([B, H]).
+  virtual void gru_cell_backward(const TensorView& grad_out, const TensorView& input_gates,
+                                 const TensorView& hidden_gates, const TensorView& hx,
+                                 const TensorView& grad_input_gates, const TensorView& grad_hidden_gates,
+                                 const TensorView& grad_hx) = 0;
+
   /// Writes 1 to `out` (a 0-dim bool on this device) when every element of every view is finite,
   /// 0 otherwise, without waiting for the device. The views are contiguous, of floating dtypes,
   /// on out's device; there may be none.
@@ -258,6 +270,11 @@ void check_cross_entropy_views(const char* op, const TensorView& logits, const T
 std::pair<int64_t, int64_t> check_lstm_cell_views(const char* op, const TensorView& input_gates,
                                                   const TensorView& hidden_gates, const TensorView& state,
                                                   const TensorView& pair);
+/// The same for Backend::gru_cell: gates [B, 3H] twice, a state [B, H] and an output (or its
+/// gradient) [B, H]. Returns {B, H}.
+std::pair<int64_t, int64_t> check_gru_cell_views(const char* op, const TensorView& input_gates,
+                                                 const TensorView& hidden_gates, const TensorView& state,
+                                                 const TensorView& out);
 
 /// The checks every backend's fused update makes: a float32/float64 contiguous parameter, and
 /// gradient and state views (those with data) of its dtype, size and device, contiguous.

@@ -1,5 +1,5 @@
 #pragma once
-// The LSTM cell's element-wise update, written once for the CPU loop (src/backend/cpu/rnn.cpp)
+// The LSTM and GRU cells' element-wise updates, written once for the CPU loop (src/backend/cpu/rnn.cpp)
 // and the CUDA kernel (src/backend/cuda/rnn.cu).
 //
 // With the gates' pre-activations a = x W_ih^T + b + h W_hh^T split into PyTorch's order
@@ -51,6 +51,45 @@ EMBER_HD LstmCellGrads<T> lstm_cell_backward(T i, T f, T g, T o, T cx, T dh, T d
   grads.f = dcy * cx * (sf * (T(1) - sf));
   grads.g = dcy * si * (T(1) - tg * tg);
   grads.cx = dcy * sf;
+  return grads;
+}
+
+// The GRU cell, in PyTorch's form: with the input's gates x = x W_ih^T + b_ih and the hidden
+// state's h = h W_hh^T + b_hh, each split into (reset r, update z, new n),
+//   r = sigmoid(x_r + h_r), z = sigmoid(x_z + h_z), n = tanh(x_n + r h_n),
+//   hy = n + z (hx - n)   (= (1 - z) n + z hx, one operation fewer).
+// Backward, from dh = the gradient of hy:
+//   dn' = dh (1 - z) (1 - n^2),  dz' = dh (hx - n) z (1 - z),  dr' = dn' h_n r (1 - r),
+// and the input gates get (dr', dz', dn'), the hidden gates (dr', dz', dn' r), hx gets dh z.
+
+/// One unit's hy from its gates' two halves (input x_*, hidden h_*) and hx.
+template <typename T>
+EMBER_HD T gru_cell(T xr, T xz, T xn, T hr, T hz, T hn, T hx) {
+  const T r = Sigmoid{}(xr + hr);
+  const T z = Sigmoid{}(xz + hz);
+  const T n = kmath::tanh(xn + r * hn);
+  return n + z * (hx - n);
+}
+
+template <typename T>
+struct GruCellGrads {
+  T r, z, n;   // the gradients of the gates' pre-activations (the input gates' and, but for
+  T hidden_n;  // n, the hidden gates'; the hidden n gate's is dn' r)
+  T hx;
+};
+
+/// One unit's gradients from its gates, hx and dh, the gradient of hy.
+template <typename T>
+EMBER_HD GruCellGrads<T> gru_cell_backward(T xr, T xz, T xn, T hr, T hz, T hn, T hx, T dh) {
+  const T r = Sigmoid{}(xr + hr);
+  const T z = Sigmoid{}(xz + hz);
+  const T n = kmath::tanh(xn + r * hn);
+  GruCellGrads<T> grads;
+  grads.n = dh * (T(1) - z) * (T(1) - n * n);
+  grads.z = dh * (hx - n) * (z * (T(1) - z));
+  grads.r = grads.n * hn * (r * (T(1) - r));
+  grads.hidden_n = grads.n * r;
+  grads.hx = dh * z;
   return grads;
 }
 

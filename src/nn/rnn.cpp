@@ -2,8 +2,8 @@
 // chunk, unbind, stack), so that autograd and every backend come with them. Per layer and
 // direction, the input's projection x W_ih^T (+ biases) is one matrix product over all steps;
 // only h W_hh^T is computed step by step. The steps read that projection through unbind, whose
-// one gather node keeps backward linear in the sequence length. The LSTM's cell update (the
-// gates' activations and the new state) is one fused op each way (ops/rnn_cell.h).
+// one gather node keeps backward linear in the sequence length. The LSTM's and the GRU's cell
+// updates (the gates' activations and the new state) are one fused op each way (ops/rnn_cell.h).
 #include "ember/nn/rnn.h"
 
 #include <cmath>
@@ -64,12 +64,7 @@ void lstm_step(const Tensor& xp, Tensor& h, Tensor& c, const Step& p) {
 }
 
 Tensor gru_step(const Tensor& xp, const Tensor& h, const Step& p) {
-  Tensor hp = functional::linear(h, p.w_hh, p.b_hh);
-  std::vector<Tensor> x_rzn = xp.chunk(3, 1), h_rzn = hp.chunk(3, 1);
-  Tensor r = sigmoid(x_rzn[0] + h_rzn[0]);
-  Tensor z = sigmoid(x_rzn[1] + h_rzn[1]);
-  Tensor n = ember::tanh(x_rzn[2] + r * h_rzn[2]);
-  return n + z * (h - n);  // (1 - z) n + z h, one op fewer
+  return detail::gru_cell_update(xp, functional::linear(h, p.w_hh, p.b_hh), h);
 }
 
 void check_probability(double p) {

@@ -1,9 +1,11 @@
-// The fused LSTM cell (rnn_cell.h). Forward, one kernel writes hy and cy side by side in one
-// [2, B, H] tensor, recorded as a single node, which the caller sees through unbind: both halves
-// then share that node, and the split's gather node hands it their two gradients as one tensor.
-// Backward, one kernel recomputes the activations from the saved inputs and writes the gates'
-// and cx's gradients. The two gate inputs get the same gradient tensor (their sum is what the
-// cell reads), as PyTorch's fused cell gives it.
+// The fused LSTM and GRU cells (rnn_cell.h). The LSTM: forward, one kernel writes hy and cy side
+// by side in one [2, B, H] tensor, recorded as a single node, which the caller sees through
+// unbind: both halves then share that node, and the split's gather node hands it their two
+// gradients as one tensor. Backward, one kernel recomputes the activations from the saved inputs
+// and writes the gates' and cx's gradients. The two gate inputs get the same gradient tensor
+// (their sum is what the cell reads), as PyTorch's fused cell gives it. The GRU: one output and
+// one node; its two gate inputs' gradients differ in the n gate, which r scales on the hidden
+// side only.
 #include "ops/rnn_cell.h"
 
 #include <vector>
@@ -39,21 +41,49 @@ std::vector<Tensor> lstm_cell_grad_recorded(const Tensor& grad, const Tensor& in
   return {d_gates, d_gates, dcy * sf};
 }
 
+Tensor gru_cell_composed(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& hx) {
+  std::vector<Tensor> x = input_gates.chunk(3, 1), h = hidden_gates.chunk(3, 1);
+  const Tensor r = sigmoid(x[0] + h[0]);
+  const Tensor z = sigmoid(x[1] + h[1]);
+  const Tensor n = tanh(x[2] + r * h[2]);
+  return n + z * (hx - n);
+}
+
+/// The GRU's backward formula (kernels/rnn_ops.h) as ops, for a recorded backward pass.
+std::vector<Tensor> gru_cell_grad_recorded(const Tensor& grad, const Tensor& input_gates, const Tensor& hidden_gates,
+                                           const Tensor& hx) {
+  std::vector<Tensor> x = input_gates.chunk(3, 1), h = hidden_gates.chunk(3, 1);
+  const Tensor r = sigmoid(x[0] + h[0]), z = sigmoid(x[1] + h[1]);
+  const Tensor n = tanh(x[2] + r * h[2]);
+  const Tensor dn = grad * (1 - z) * (1 - n * n);
+  const Tensor dz = grad * (hx - n) * (z * (1 - z));
+  const Tensor dr = dn * h[2] * (r * (1 - r));
+  return {cat({dr, dz, dn}, 1), cat({dr, dz, dn * r}, 1), grad * z};
+}
+
+/// The checks both cells make of their arguments, `gates` being 4 (LSTM) or 3 (GRU).
+void check_cell_arguments(const char* op, int64_t gates, const Tensor& input_gates, const Tensor& hidden_gates,
+                          const Tensor& state) {
+  EMBER_CHECK(input_gates.dim() == 2 && input_gates.size(1) % gates == 0 &&
+                  same_dims(hidden_gates.sizes(), input_gates.sizes()) && state.dim() == 2 &&
+                  state.size(0) == input_gates.size(0) && state.size(1) * gates == input_gates.size(1),
+              op, ": expected gates [B, ", gates, "H] (twice) and a ", gates == 4 ? "cell " : "hidden ",
+              "state [B, H], got ", shape_str(input_gates.sizes()), ", ", shape_str(hidden_gates.sizes()), " and ",
+              shape_str(state.sizes()));
+  EMBER_CHECK(hidden_gates.dtype() == input_gates.dtype() && state.dtype() == input_gates.dtype(), op,
+              ": expected one dtype, got ", dtype_name(input_gates.dtype()), ", ", dtype_name(hidden_gates.dtype()),
+              " and ", dtype_name(state.dtype()));
+  EMBER_CHECK(hidden_gates.device() == state.device() && input_gates.device() == state.device(), op,
+              ": expected all tensors to be on the same device, got ", input_gates.device(), ", ",
+              hidden_gates.device(), " and ", state.device());
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> lstm_cell_update(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& cx) {
   const Dtype dtype = input_gates.dtype();
   if (dtype != kFloat32 && dtype != kFloat64) return lstm_cell_composed(input_gates + hidden_gates, cx);
-  EMBER_CHECK(input_gates.dim() == 2 && input_gates.size(1) % 4 == 0 &&
-                  same_dims(hidden_gates.sizes(), input_gates.sizes()) && cx.dim() == 2 &&
-                  cx.size(0) == input_gates.size(0) && cx.size(1) * 4 == input_gates.size(1),
-              "lstm_cell: expected gates [B, 4H] (twice) and a cell state [B, H], got ", shape_str(input_gates.sizes()),
-              ", ", shape_str(hidden_gates.sizes()), " and ", shape_str(cx.sizes()));
-  EMBER_CHECK(hidden_gates.dtype() == dtype && cx.dtype() == dtype, "lstm_cell: expected one dtype, got ",
-              dtype_name(dtype), ", ", dtype_name(hidden_gates.dtype()), " and ", dtype_name(cx.dtype()));
-  EMBER_CHECK(hidden_gates.device() == cx.device() && input_gates.device() == cx.device(),
-              "lstm_cell: expected all tensors to be on the same device, got ", input_gates.device(), ", ",
-              hidden_gates.device(), " and ", cx.device());
+  check_cell_arguments("lstm_cell", 4, input_gates, hidden_gates, cx);
   const Tensor xg = input_gates.contiguous(), hg = hidden_gates.contiguous(), c = cx.contiguous();
   Tensor out = make_tensor({2, c.size(0), c.size(1)}, dtype, c.device());
   backend_for(c.device()).lstm_cell(view_of(xg), view_of(hg), view_of(c), view_of(out));
@@ -74,6 +104,32 @@ std::pair<Tensor, Tensor> lstm_cell_update(const Tensor& input_gates, const Tens
   }
   std::vector<Tensor> halves = out.unbind(0);
   return {halves[0], halves[1]};
+}
+
+Tensor gru_cell_update(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& hx) {
+  const Dtype dtype = input_gates.dtype();
+  if (dtype != kFloat32 && dtype != kFloat64) return gru_cell_composed(input_gates, hidden_gates, hx);
+  check_cell_arguments("gru_cell", 3, input_gates, hidden_gates, hx);
+  const Tensor xg = input_gates.contiguous(), hg = hidden_gates.contiguous(), h = hx.contiguous();
+  Tensor out = make_tensor(h.sizes(), dtype, h.device());
+  backend_for(h.device()).gru_cell(view_of(xg), view_of(hg), view_of(h), view_of(out));
+  if (autograd::needs_grad({&input_gates, &hidden_gates, &hx})) {
+    autograd::record(out, "GruCellBackward0", {&input_gates, &hidden_gates, &hx},
+                     [saved_x = autograd::SavedTensor(xg), saved_h = autograd::SavedTensor(hg),
+                      saved_state = autograd::SavedTensor(h)](const Tensor& g) {
+                       const Tensor x = saved_x.get(), hidden = saved_h.get(), state = saved_state.get();
+                       if (GradMode::is_enabled()) return gru_cell_grad_recorded(g, x, hidden, state);
+                       const Tensor grad = g.contiguous();
+                       Tensor grad_x = make_tensor(x.sizes(), x.dtype(), x.device());
+                       Tensor grad_hidden = make_tensor(x.sizes(), x.dtype(), x.device());
+                       Tensor grad_state = make_tensor(state.sizes(), state.dtype(), state.device());
+                       backend_for(x.device())
+                           .gru_cell_backward(view_of(grad), view_of(x), view_of(hidden), view_of(state),
+                                              view_of(grad_x), view_of(grad_hidden), view_of(grad_state));
+                       return std::vector<Tensor>{grad_x, grad_hidden, grad_state};
+                     });
+  }
+  return out;
 }
 
 }  // namespace ember::detail

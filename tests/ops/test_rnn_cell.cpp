@@ -1,5 +1,5 @@
-// The fused LSTM cell (src/ops/rnn_cell.cpp, kernels/rnn_ops.h) against the op-by-op cell it
-// replaced: the same hy and cy and the same gradients (float64 to rounding, float32 to a few ulp,
+// The fused LSTM and GRU cells (src/ops/rnn_cell.cpp, kernels/rnn_ops.h) against the op-by-op
+// cells they replaced: the same hy and cy and the same gradients (float64 to rounding, float32 to a few ulp,
 // saturated gates included), gradients arriving at hy only, at cy only or at both; twice
 // differentiable; the 16-bit floats' op-by-op path; the errors; and CUDA against the CPU.
 #include <gtest/gtest.h>
@@ -153,6 +153,85 @@ TEST(LstmCellFused, ErrorsNameTheShapesAndDtypes) {
             "[lstm_cell] expects contiguous views of one dtype: gates [2, 8] twice, a state [2, 2] and a pair of "
             "states [2, 2, 2]");
 }
+
+// ---- the GRU cell
+
+Tensor gru_composed(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& hx) {
+  std::vector<Tensor> x = input_gates.chunk(3, 1), h = hidden_gates.chunk(3, 1);
+  const Tensor r = sigmoid(x[0] + h[0]), z = sigmoid(x[1] + h[1]);
+  const Tensor n = tanh(x[2] + r * h[2]);
+  return n + z * (hx - n);
+}
+
+struct GruOutcome {
+  Tensor hy, d_input, d_hidden, d_hx;
+};
+
+template <typename F>
+GruOutcome run_gru(F cell, const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& w) {
+  Tensor x = a.detach().requires_grad_(), h = b.detach().requires_grad_(), s = c.detach().requires_grad_();
+  Tensor hy = cell(x, h, s);
+  (hy * w).sum().backward();
+  return {hy.detach(), x.grad(), h.grad(), s.grad()};
+}
+
+void expect_gru_close(const GruOutcome& got, const GruOutcome& want, double rtol, double atol,
+                      const std::string& what) {
+  expect_close(got.hy, want.hy, rtol, atol, what + ": hy");
+  expect_close(got.d_input, want.d_input, rtol, atol, what + ": input gates' gradient");
+  expect_close(got.d_hidden, want.d_hidden, rtol, atol, what + ": hidden gates' gradient");
+  expect_close(got.d_hx, want.d_hx, rtol, atol, what + ": hx's gradient");
+}
+
+TEST(GruCellFused, MatchesTheComposedCell) {
+  manual_seed(31);
+  for (Dtype dtype : {kFloat64, kFloat32}) {
+    for (auto [batch, hidden] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {20, 200}, {300, 33}}) {
+      for (double scale : {1.0, 20.0}) {
+        const TensorOptions o(dtype);
+        const Tensor a = randn({batch, 3 * hidden}, o) * scale, b = randn({batch, 3 * hidden}, o) * scale;
+        const Tensor c = randn({batch, hidden}, o), w = randn({batch, hidden}, o);
+        const double rtol = dtype == kFloat64 ? 1e-13 : 4e-6, atol = dtype == kFloat64 ? 1e-14 : 1e-6;
+        expect_gru_close(run_gru(detail::gru_cell_update, a, b, c, w), run_gru(gru_composed, a, b, c, w), rtol, atol,
+                         std::string(dtype_name(dtype)) + " [" + std::to_string(batch) + ", " + std::to_string(hidden) +
+                             "] scale " + std::to_string(scale));
+      }
+    }
+  }
+}
+
+TEST(GruCellFused, GradcheckGradgradcheckAndTheOpByOpPath) {
+  manual_seed(32);
+  auto f = [](const std::vector<Tensor>& in) { return detail::gru_cell_update(in[0], in[1], in[2]); };
+  std::vector<Tensor> inputs{randn({3, 6}, kFloat64), randn({3, 6}, kFloat64), randn({3, 2}, kFloat64)};
+  test::gradcheck("gru_cell", f, inputs);
+  test::gradgradcheck("gru_cell", f, inputs);
+  EXPECT_EQ(detail::gru_cell_update(inputs[0], inputs[1], inputs[2]).grad_fn_name(), "");
+  const Tensor a = randn({4, 9}).to(kBFloat16), b = randn({4, 9}).to(kBFloat16), c = randn({4, 3}).to(kBFloat16);
+  expect_close(detail::gru_cell_update(a, b, c), gru_composed(a, b, c), 0, 0, "bfloat16 hy");
+  EXPECT_EQ(ember_test::error_of([&] {
+              detail::gru_cell_update(randn({2, 9}), randn({2, 9}), randn({2, 2}));
+            }),
+            "gru_cell: expected gates [B, 3H] (twice) and a hidden state [B, H], got [2, 9], [2, 9] and [2, 2]");
+}
+
+class GruCellFusedOnDevice : public ember_test::DeviceTest {};
+
+TEST_P(GruCellFusedOnDevice, MatchesTheCpu) {
+  manual_seed(33);
+  for (Dtype dtype : {kFloat32, kFloat64}) {
+    const TensorOptions o(dtype);
+    const Tensor a = randn({20, 600}, o) * 3.0, b = randn({20, 600}, o), c = randn({20, 200}, o);
+    const Tensor w = randn({20, 200}, o);
+    const Device d = device();
+    const GruOutcome on_device = run_gru(detail::gru_cell_update, a.to(d), b.to(d), c.to(d), w.to(d));
+    const GruOutcome on_cpu = run_gru(detail::gru_cell_update, a, b, c, w);
+    const double rtol = dtype == kFloat64 ? 1e-12 : 1e-5, atol = dtype == kFloat64 ? 1e-13 : 1e-6;
+    expect_gru_close(on_device, on_cpu, rtol, atol, std::string(dtype_name(dtype)));
+  }
+}
+
+EMBER_INSTANTIATE_DEVICE_SUITE(GruCellFusedOnDevice);
 
 class LstmCellFusedOnDevice : public ember_test::DeviceTest {};
 

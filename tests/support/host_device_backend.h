@@ -199,7 +199,7 @@ class HostDeviceBackend final : public ember::Backend {
     cpu().cross_entropy_backward(grad_loss, logits, target, weight, ignore_index, label_smoothing, stats, grad_logits);
   }
 
-  // ---- the fused LSTM cell ----
+  // ---- the fused recurrent cells ----
   void lstm_cell(const ember::TensorView& input_gates, const ember::TensorView& hidden_gates,
                  const ember::TensorView& cx, const ember::TensorView& out) override {
     on_device("lstm_cell",
@@ -216,6 +216,25 @@ class HostDeviceBackend final : public ember::Backend {
                                      {"grad_gates", &grad_gates},
                                      {"grad_cx", &grad_cx}});
     cpu().lstm_cell_backward(grad_out, input_gates, hidden_gates, cx, grad_gates, grad_cx);
+  }
+
+  void gru_cell(const ember::TensorView& input_gates, const ember::TensorView& hidden_gates,
+                const ember::TensorView& hx, const ember::TensorView& out) override {
+    on_device("gru_cell", {{"input_gates", &input_gates}, {"hidden_gates", &hidden_gates}, {"hx", &hx}, {"out", &out}});
+    cpu().gru_cell(input_gates, hidden_gates, hx, out);
+  }
+  void gru_cell_backward(const ember::TensorView& grad_out, const ember::TensorView& input_gates,
+                         const ember::TensorView& hidden_gates, const ember::TensorView& hx,
+                         const ember::TensorView& grad_input_gates, const ember::TensorView& grad_hidden_gates,
+                         const ember::TensorView& grad_hx) override {
+    on_device("gru_cell_backward", {{"grad_out", &grad_out},
+                                    {"input_gates", &input_gates},
+                                    {"hidden_gates", &hidden_gates},
+                                    {"hx", &hx},
+                                    {"grad_input_gates", &grad_input_gates},
+                                    {"grad_hidden_gates", &grad_hidden_gates},
+                                    {"grad_hx", &grad_hx}});
+    cpu().gru_cell_backward(grad_out, input_gates, hidden_gates, hx, grad_input_gates, grad_hidden_gates, grad_hx);
   }
 
   void all_finite(std::span<const ember::TensorView> xs, const ember::TensorView& out) override {

@@ -7,7 +7,7 @@
 //   conv.cpp         2-D convolution              pool.cpp         2-D max/average pooling
 //   random.cpp       the default generator        optim.cpp        fused optimizer updates
 //   finite.cpp       all_finite (the trainer's per-step check)
-//   rnn.cpp          the LSTM cell's update, forward and backward
+//   rnn.cpp          the LSTM and GRU cells' updates, forward and backward
 #include "backend/backend.h"
 
 namespace ember::cpu {
@@ -60,6 +60,11 @@ class CpuBackend final : public Backend {
                  const TensorView& out) override;
   void lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates, const TensorView& hidden_gates,
                           const TensorView& cx, const TensorView& grad_gates, const TensorView& grad_cx) override;
+  void gru_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& hx,
+                const TensorView& out) override;
+  void gru_cell_backward(const TensorView& grad_out, const TensorView& input_gates, const TensorView& hidden_gates,
+                         const TensorView& hx, const TensorView& grad_input_gates, const TensorView& grad_hidden_gates,
+                         const TensorView& grad_hx) override;
   void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step, const TensorView& skip) override;

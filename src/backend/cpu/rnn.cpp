@@ -1,5 +1,5 @@
-// CpuBackend::lstm_cell and its backward pass: the LSTM cell's element-wise update in one loop
-// each way (kernels/rnn_ops.h has the math). Op by op, a step of the cell reads and writes
+// CpuBackend::lstm_cell, gru_cell and their backward passes: each cell's element-wise update in
+// one loop each way (kernels/rnn_ops.h has the math). Op by op, a step of the cell reads and writes
 // [B, H] tensors about twelve times forward and thirty times backward; here each row is one pass,
 // in which GCC vectorises the unit loop and calls libmvec's exp and tanh (vector_libm.h).
 #include <algorithm>
@@ -68,6 +68,49 @@ void lstm_cell_backward_rows(const T* grad_hy, const T* grad_cy, const T* input_
   });
 }
 
+template <typename T>
+void gru_cell_rows(const T* input_gates, const T* hidden_gates, const T* hx, T* hy, int64_t batch, int64_t hidden) {
+  parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const T* __restrict x = input_gates + b * 3 * hidden;
+      const T* __restrict h = hidden_gates + b * 3 * hidden;
+      const T* __restrict state = hx + b * hidden;
+      T* __restrict out = hy + b * hidden;
+#pragma omp simd
+      for (int64_t j = 0; j < hidden; ++j) {
+        out[j] = kernels::gru_cell<T>(x[j], x[hidden + j], x[2 * hidden + j], h[j], h[hidden + j], h[2 * hidden + j],
+                                      state[j]);
+      }
+    }
+  });
+}
+
+template <typename T>
+void gru_cell_backward_rows(const T* grad_hy, const T* input_gates, const T* hidden_gates, const T* hx,
+                            T* grad_input_gates, T* grad_hidden_gates, T* grad_hx, int64_t batch, int64_t hidden) {
+  parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const T* __restrict x = input_gates + b * 3 * hidden;
+      const T* __restrict h = hidden_gates + b * 3 * hidden;
+      const T* __restrict state = hx + b * hidden;
+      const T* __restrict dh = grad_hy + b * hidden;
+      T* __restrict dx = grad_input_gates + b * 3 * hidden;
+      T* __restrict dhg = grad_hidden_gates + b * 3 * hidden;
+      T* __restrict dstate = grad_hx + b * hidden;
+#pragma omp simd
+      for (int64_t j = 0; j < hidden; ++j) {
+        const kernels::GruCellGrads<T> g = kernels::gru_cell_backward<T>(
+            x[j], x[hidden + j], x[2 * hidden + j], h[j], h[hidden + j], h[2 * hidden + j], state[j], dh[j]);
+        dx[j] = dhg[j] = g.r;
+        dx[hidden + j] = dhg[hidden + j] = g.z;
+        dx[2 * hidden + j] = g.n;
+        dhg[2 * hidden + j] = g.hidden_n;
+        dstate[j] = g.hx;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void CpuBackend::lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
@@ -93,6 +136,32 @@ void CpuBackend::lstm_cell_backward(const TensorView& grad_out, const TensorView
       lstm_cell_backward_rows(grad_hy, grad_hy + batch * hidden, input_gates.ptr<const T>(),
                               hidden_gates.ptr<const T>(), cx.ptr<const T>(), grad_gates.ptr<T>(), grad_cx.ptr<T>(),
                               batch, hidden);
+    }
+  });
+}
+
+void CpuBackend::gru_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& hx,
+                          const TensorView& out) {
+  const auto [batch, hidden] = check_gru_cell_views("gru_cell", input_gates, hidden_gates, hx, out);
+  dispatch_floating(input_gates.dtype, "gru_cell", [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      gru_cell_rows(input_gates.ptr<const T>(), hidden_gates.ptr<const T>(), hx.ptr<const T>(), out.ptr<T>(), batch,
+                    hidden);
+    }
+  });
+}
+
+void CpuBackend::gru_cell_backward(const TensorView& grad_out, const TensorView& input_gates,
+                                   const TensorView& hidden_gates, const TensorView& hx,
+                                   const TensorView& grad_input_gates, const TensorView& grad_hidden_gates,
+                                   const TensorView& grad_hx) {
+  const auto [batch, hidden] = check_gru_cell_views("gru_cell_backward", input_gates, hidden_gates, hx, grad_out);
+  check_gru_cell_views("gru_cell_backward", grad_input_gates, grad_hidden_gates, grad_hx, grad_out);
+  dispatch_floating(input_gates.dtype, "gru_cell_backward", [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      gru_cell_backward_rows(grad_out.ptr<const T>(), input_gates.ptr<const T>(), hidden_gates.ptr<const T>(),
+                             hx.ptr<const T>(), grad_input_gates.ptr<T>(), grad_hidden_gates.ptr<T>(), grad_hx.ptr<T>(),
+                             batch, hidden);
     }
   });
 }

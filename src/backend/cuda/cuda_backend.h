@@ -10,7 +10,7 @@
 //   random.cu         the Philox generator, randperm (CUB radix sort)
 //   optim.cu          fused optimizer updates (SGD, Adam/AdamW, Adadelta, RMSprop)
 //   finite.cu         all_finite (the trainer's per-step check, finite_plan.h)
-//   rnn.cu            the LSTM cell's update, forward and backward
+//   rnn.cu            the LSTM and GRU cells' updates, forward and backward
 // Shared plumbing: runtime.h (checked calls, devices, streams, library handles), launch.h (grid
 // arithmetic, host-tested), caching_allocator.h (the memory pool, host-tested).
 //
@@ -64,6 +64,11 @@ class CudaBackend final : public Backend {
                  const TensorView& out) override;
   void lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates, const TensorView& hidden_gates,
                           const TensorView& cx, const TensorView& grad_gates, const TensorView& grad_cx) override;
+  void gru_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& hx,
+                const TensorView& out) override;
+  void gru_cell_backward(const TensorView& grad_out, const TensorView& input_gates, const TensorView& hidden_gates,
+                         const TensorView& hx, const TensorView& grad_input_gates, const TensorView& grad_hidden_gates,
+                         const TensorView& grad_hx) override;
   void all_finite(std::span<const TensorView> xs, const TensorView& out) override;
   void sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                 const kernels::SgdStep& step, const TensorView& skip) override;

@@ -1,7 +1,7 @@
-// CudaBackend::lstm_cell and its backward pass: the LSTM cell's element-wise update in one kernel
-// each way, one thread per unit (kernels/rnn_ops.h has the math, shared with the CPU loop). Op by
-// op a step of the cell is about ten kernel launches forward and twenty backward, and at a
-// language model's sizes (batch 20, 200 units) each is far shorter than its launch.
+// CudaBackend::lstm_cell, gru_cell and their backward passes: each cell's element-wise update in
+// one kernel each way, one thread per unit (kernels/rnn_ops.h has the math, shared with the CPU
+// loop). Op by op a step of a cell is about ten kernel launches forward and twenty backward, and
+// at a language model's sizes (batch 20, 200 units) each is far shorter than its launch.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/runtime.h"
@@ -47,7 +47,81 @@ __global__ void lstm_cell_backward_kernel(const T* grad_hy, const T* grad_cy, co
   }
 }
 
+template <typename T>
+__global__ void gru_cell_kernel(const T* input_gates, const T* hidden_gates, const T* hx, T* hy, int64_t total,
+                                int64_t hidden) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += stride) {
+    const int64_t b = u / hidden, j = u - b * hidden;
+    const T* x = input_gates + b * 3 * hidden + j;
+    const T* h = hidden_gates + b * 3 * hidden + j;
+    hy[u] = kernels::gru_cell<T>(x[0], x[hidden], x[2 * hidden], h[0], h[hidden], h[2 * hidden], hx[u]);
+  }
+}
+
+template <typename T>
+__global__ void gru_cell_backward_kernel(const T* grad_hy, const T* input_gates, const T* hidden_gates, const T* hx,
+                                         T* grad_input_gates, T* grad_hidden_gates, T* grad_hx, int64_t total,
+                                         int64_t hidden) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += stride) {
+    const int64_t b = u / hidden, j = u - b * hidden;
+    const T* x = input_gates + b * 3 * hidden + j;
+    const T* h = hidden_gates + b * 3 * hidden + j;
+    const kernels::GruCellGrads<T> g = kernels::gru_cell_backward<T>(x[0], x[hidden], x[2 * hidden], h[0], h[hidden],
+                                                                     h[2 * hidden], hx[u], grad_hy[u]);
+    T* dx = grad_input_gates + b * 3 * hidden + j;
+    T* dh = grad_hidden_gates + b * 3 * hidden + j;
+    dx[0] = dh[0] = g.r;
+    dx[hidden] = dh[hidden] = g.z;
+    dx[2 * hidden] = g.n;
+    dh[2 * hidden] = g.hidden_n;
+    grad_hx[u] = g.hx;
+  }
+}
+
+/// Launches `kernel<float>` or `kernel<double>` for the views' dtype on the device's stream.
+template <typename Launch>
+void launch_for(const TensorView& like, int64_t total, const char* op, Launch&& launch) {
+  const Launch1d l = launch_1d(total);
+  if (l.blocks == 0) return;
+  DeviceGuard guard(like.device_index);
+  const cudaStream_t stream = current_stream(like.device_index);
+  if (like.dtype == kFloat32) {
+    launch(float{}, l, stream);
+  } else {
+    launch(double{}, l, stream);
+  }
+  check_launch(op);
+}
+
 }  // namespace
+
+void CudaBackend::gru_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& hx,
+                           const TensorView& out) {
+  const auto [batch, hidden] = check_gru_cell_views("gru_cell", input_gates, hidden_gates, hx, out);
+  const int64_t total = batch * hidden;
+  launch_for(input_gates, total, "gru_cell", [&](auto zero, const Launch1d& l, cudaStream_t stream) {
+    using T = decltype(zero);
+    gru_cell_kernel<T><<<l.blocks, l.threads, 0, stream>>>(input_gates.ptr<const T>(), hidden_gates.ptr<const T>(),
+                                                           hx.ptr<const T>(), out.ptr<T>(), total, hidden);
+  });
+}
+
+void CudaBackend::gru_cell_backward(const TensorView& grad_out, const TensorView& input_gates,
+                                    const TensorView& hidden_gates, const TensorView& hx,
+                                    const TensorView& grad_input_gates, const TensorView& grad_hidden_gates,
+                                    const TensorView& grad_hx) {
+  const auto [batch, hidden] = check_gru_cell_views("gru_cell_backward", input_gates, hidden_gates, hx, grad_out);
+  check_gru_cell_views("gru_cell_backward", grad_input_gates, grad_hidden_gates, grad_hx, grad_out);
+  const int64_t total = batch * hidden;
+  launch_for(input_gates, total, "gru_cell_backward", [&](auto zero, const Launch1d& l, cudaStream_t stream) {
+    using T = decltype(zero);
+    gru_cell_backward_kernel<T><<<l.blocks, l.threads, 0, stream>>>(
+        grad_out.ptr<const T>(), input_gates.ptr<const T>(), hidden_gates.ptr<const T>(), hx.ptr<const T>(),
+        grad_input_gates.ptr<T>(), grad_hidden_gates.ptr<T>(), grad_hx.ptr<T>(), total, hidden);
+  });
+}
 
 void CudaBackend::lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
                             const TensorView& out) {
