@@ -115,7 +115,9 @@ void gru_cell_backward_rows(const T* grad_hy, const T* input_gates, const T* hid
 
 void CpuBackend::lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
                            const TensorView& out) {
-  const auto [batch, hidden] = check_lstm_cell_views("lstm_cell", input_gates, hidden_gates, cx, out);
+  const std::pair<int64_t, int64_t> cell = check_lstm_cell_views("lstm_cell", input_gates, hidden_gates, cx, out);
+  // Named variables, not a structured binding: lambdas capture them (clang before 16 cannot).
+  const int64_t batch = cell.first, hidden = cell.second;
   dispatch_floating(input_gates.dtype, "lstm_cell", [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       T* hy = out.ptr<T>();
@@ -128,7 +130,9 @@ void CpuBackend::lstm_cell(const TensorView& input_gates, const TensorView& hidd
 void CpuBackend::lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates,
                                     const TensorView& hidden_gates, const TensorView& cx, const TensorView& grad_gates,
                                     const TensorView& grad_cx) {
-  const auto [batch, hidden] = check_lstm_cell_views("lstm_cell_backward", input_gates, hidden_gates, cx, grad_out);
+  const std::pair<int64_t, int64_t> cell =
+      check_lstm_cell_views("lstm_cell_backward", input_gates, hidden_gates, cx, grad_out);
+  const int64_t batch = cell.first, hidden = cell.second;
   check_lstm_cell_views("lstm_cell_backward", grad_gates, hidden_gates, grad_cx, grad_out);
   dispatch_floating(input_gates.dtype, "lstm_cell_backward", [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -142,7 +146,8 @@ void CpuBackend::lstm_cell_backward(const TensorView& grad_out, const TensorView
 
 void CpuBackend::gru_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& hx,
                           const TensorView& out) {
-  const auto [batch, hidden] = check_gru_cell_views("gru_cell", input_gates, hidden_gates, hx, out);
+  const std::pair<int64_t, int64_t> cell = check_gru_cell_views("gru_cell", input_gates, hidden_gates, hx, out);
+  const int64_t batch = cell.first, hidden = cell.second;
   dispatch_floating(input_gates.dtype, "gru_cell", [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       gru_cell_rows(input_gates.ptr<const T>(), hidden_gates.ptr<const T>(), hx.ptr<const T>(), out.ptr<T>(), batch,
@@ -155,7 +160,9 @@ void CpuBackend::gru_cell_backward(const TensorView& grad_out, const TensorView&
                                    const TensorView& hidden_gates, const TensorView& hx,
                                    const TensorView& grad_input_gates, const TensorView& grad_hidden_gates,
                                    const TensorView& grad_hx) {
-  const auto [batch, hidden] = check_gru_cell_views("gru_cell_backward", input_gates, hidden_gates, hx, grad_out);
+  const std::pair<int64_t, int64_t> cell =
+      check_gru_cell_views("gru_cell_backward", input_gates, hidden_gates, hx, grad_out);
+  const int64_t batch = cell.first, hidden = cell.second;
   check_gru_cell_views("gru_cell_backward", grad_input_gates, grad_hidden_gates, grad_hx, grad_out);
   dispatch_floating(input_gates.dtype, "gru_cell_backward", [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {

@@ -99,7 +99,9 @@ void launch_for(const TensorView& like, int64_t total, const char* op, Launch&& 
 
 void CudaBackend::gru_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& hx,
                            const TensorView& out) {
-  const auto [batch, hidden] = check_gru_cell_views("gru_cell", input_gates, hidden_gates, hx, out);
+  const std::pair<int64_t, int64_t> cell = check_gru_cell_views("gru_cell", input_gates, hidden_gates, hx, out);
+  // Named variables, not a structured binding: lambdas capture them (clang before 16 cannot).
+  const int64_t batch = cell.first, hidden = cell.second;
   const int64_t total = batch * hidden;
   launch_for(input_gates, total, "gru_cell", [&](auto zero, const Launch1d& l, cudaStream_t stream) {
     using T = decltype(zero);
@@ -112,7 +114,9 @@ void CudaBackend::gru_cell_backward(const TensorView& grad_out, const TensorView
                                     const TensorView& hidden_gates, const TensorView& hx,
                                     const TensorView& grad_input_gates, const TensorView& grad_hidden_gates,
                                     const TensorView& grad_hx) {
-  const auto [batch, hidden] = check_gru_cell_views("gru_cell_backward", input_gates, hidden_gates, hx, grad_out);
+  const std::pair<int64_t, int64_t> cell =
+      check_gru_cell_views("gru_cell_backward", input_gates, hidden_gates, hx, grad_out);
+  const int64_t batch = cell.first, hidden = cell.second;
   check_gru_cell_views("gru_cell_backward", grad_input_gates, grad_hidden_gates, grad_hx, grad_out);
   const int64_t total = batch * hidden;
   launch_for(input_gates, total, "gru_cell_backward", [&](auto zero, const Launch1d& l, cudaStream_t stream) {
@@ -125,7 +129,8 @@ void CudaBackend::gru_cell_backward(const TensorView& grad_out, const TensorView
 
 void CudaBackend::lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
                             const TensorView& out) {
-  const auto [batch, hidden] = check_lstm_cell_views("lstm_cell", input_gates, hidden_gates, cx, out);
+  const std::pair<int64_t, int64_t> cell = check_lstm_cell_views("lstm_cell", input_gates, hidden_gates, cx, out);
+  const int64_t batch = cell.first, hidden = cell.second;
   const int64_t total = batch * hidden;
   const Launch1d l = launch_1d(total);
   if (l.blocks == 0) return;
@@ -148,7 +153,9 @@ void CudaBackend::lstm_cell(const TensorView& input_gates, const TensorView& hid
 void CudaBackend::lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates,
                                      const TensorView& hidden_gates, const TensorView& cx, const TensorView& grad_gates,
                                      const TensorView& grad_cx) {
-  const auto [batch, hidden] = check_lstm_cell_views("lstm_cell_backward", input_gates, hidden_gates, cx, grad_out);
+  const std::pair<int64_t, int64_t> cell =
+      check_lstm_cell_views("lstm_cell_backward", input_gates, hidden_gates, cx, grad_out);
+  const int64_t batch = cell.first, hidden = cell.second;
   check_lstm_cell_views("lstm_cell_backward", grad_gates, hidden_gates, grad_cx, grad_out);
   const int64_t total = batch * hidden;
   const Launch1d l = launch_1d(total);
