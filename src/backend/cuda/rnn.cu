@@ -80,7 +80,8 @@ __global__ void gru_cell_backward_kernel(const T* grad_hy, const T* input_gates,
   }
 }
 
-/// Launches `kernel<float>` or `kernel<double>` for the views' dtype on the device's stream.
+/// Calls launch(T{}, grid, stream) with T = float or double as `like`'s dtype, on its device's
+/// current stream, for `total` units, then checks the launch.
 template <typename Launch>
 void launch_for(const TensorView& like, int64_t total, const char* op, Launch&& launch) {
   const Launch1d l = launch_1d(total);
@@ -99,10 +100,10 @@ void launch_for(const TensorView& like, int64_t total, const char* op, Launch&& 
 
 void CudaBackend::gru_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& hx,
                            const TensorView& out) {
+  // The sizes come from the pair, not through a structured binding, which a lambda cannot capture
+  // before C++20 compilers caught up (clang 16); the CPU file does the same.
   const std::pair<int64_t, int64_t> cell = check_gru_cell_views("gru_cell", input_gates, hidden_gates, hx, out);
-  // Named variables, not a structured binding: lambdas capture them (clang before 16 cannot).
-  const int64_t batch = cell.first, hidden = cell.second;
-  const int64_t total = batch * hidden;
+  const int64_t total = cell.first * cell.second, hidden = cell.second;
   launch_for(input_gates, total, "gru_cell", [&](auto zero, const Launch1d& l, cudaStream_t stream) {
     using T = decltype(zero);
     gru_cell_kernel<T><<<l.blocks, l.threads, 0, stream>>>(input_gates.ptr<const T>(), hidden_gates.ptr<const T>(),
@@ -116,9 +117,8 @@ void CudaBackend::gru_cell_backward(const TensorView& grad_out, const TensorView
                                     const TensorView& grad_hx) {
   const std::pair<int64_t, int64_t> cell =
       check_gru_cell_views("gru_cell_backward", input_gates, hidden_gates, hx, grad_out);
-  const int64_t batch = cell.first, hidden = cell.second;
   check_gru_cell_views("gru_cell_backward", grad_input_gates, grad_hidden_gates, grad_hx, grad_out);
-  const int64_t total = batch * hidden;
+  const int64_t total = cell.first * cell.second, hidden = cell.second;
   launch_for(input_gates, total, "gru_cell_backward", [&](auto zero, const Launch1d& l, cudaStream_t stream) {
     using T = decltype(zero);
     gru_cell_backward_kernel<T><<<l.blocks, l.threads, 0, stream>>>(
@@ -130,24 +130,13 @@ void CudaBackend::gru_cell_backward(const TensorView& grad_out, const TensorView
 void CudaBackend::lstm_cell(const TensorView& input_gates, const TensorView& hidden_gates, const TensorView& cx,
                             const TensorView& out) {
   const std::pair<int64_t, int64_t> cell = check_lstm_cell_views("lstm_cell", input_gates, hidden_gates, cx, out);
-  const int64_t batch = cell.first, hidden = cell.second;
-  const int64_t total = batch * hidden;
-  const Launch1d l = launch_1d(total);
-  if (l.blocks == 0) return;
-  DeviceGuard guard(input_gates.device_index);
-  const cudaStream_t stream = current_stream(input_gates.device_index);
-  if (input_gates.dtype == kFloat32) {
-    float* hy = out.ptr<float>();
-    lstm_cell_kernel<float><<<l.blocks, l.threads, 0, stream>>>(input_gates.ptr<const float>(),
-                                                                hidden_gates.ptr<const float>(), cx.ptr<const float>(),
-                                                                hy, hy + total, total, hidden);
-  } else {
-    double* hy = out.ptr<double>();
-    lstm_cell_kernel<double><<<l.blocks, l.threads, 0, stream>>>(input_gates.ptr<const double>(),
-                                                                 hidden_gates.ptr<const double>(),
-                                                                 cx.ptr<const double>(), hy, hy + total, total, hidden);
-  }
-  check_launch("lstm_cell");
+  const int64_t total = cell.first * cell.second, hidden = cell.second;
+  launch_for(input_gates, total, "lstm_cell", [&](auto zero, const Launch1d& l, cudaStream_t stream) {
+    using T = decltype(zero);
+    T* hy = out.ptr<T>();
+    lstm_cell_kernel<T><<<l.blocks, l.threads, 0, stream>>>(input_gates.ptr<const T>(), hidden_gates.ptr<const T>(),
+                                                            cx.ptr<const T>(), hy, hy + total, total, hidden);
+  });
 }
 
 void CudaBackend::lstm_cell_backward(const TensorView& grad_out, const TensorView& input_gates,
@@ -155,25 +144,15 @@ void CudaBackend::lstm_cell_backward(const TensorView& grad_out, const TensorVie
                                      const TensorView& grad_cx) {
   const std::pair<int64_t, int64_t> cell =
       check_lstm_cell_views("lstm_cell_backward", input_gates, hidden_gates, cx, grad_out);
-  const int64_t batch = cell.first, hidden = cell.second;
   check_lstm_cell_views("lstm_cell_backward", grad_gates, hidden_gates, grad_cx, grad_out);
-  const int64_t total = batch * hidden;
-  const Launch1d l = launch_1d(total);
-  if (l.blocks == 0) return;
-  DeviceGuard guard(input_gates.device_index);
-  const cudaStream_t stream = current_stream(input_gates.device_index);
-  if (input_gates.dtype == kFloat32) {
-    const float* grad_hy = grad_out.ptr<const float>();
-    lstm_cell_backward_kernel<float><<<l.blocks, l.threads, 0, stream>>>(
-        grad_hy, grad_hy + total, input_gates.ptr<const float>(), hidden_gates.ptr<const float>(),
-        cx.ptr<const float>(), grad_gates.ptr<float>(), grad_cx.ptr<float>(), total, hidden);
-  } else {
-    const double* grad_hy = grad_out.ptr<const double>();
-    lstm_cell_backward_kernel<double><<<l.blocks, l.threads, 0, stream>>>(
-        grad_hy, grad_hy + total, input_gates.ptr<const double>(), hidden_gates.ptr<const double>(),
-        cx.ptr<const double>(), grad_gates.ptr<double>(), grad_cx.ptr<double>(), total, hidden);
-  }
-  check_launch("lstm_cell_backward");
+  const int64_t total = cell.first * cell.second, hidden = cell.second;
+  launch_for(input_gates, total, "lstm_cell_backward", [&](auto zero, const Launch1d& l, cudaStream_t stream) {
+    using T = decltype(zero);
+    const T* grad_hy = grad_out.ptr<const T>();
+    lstm_cell_backward_kernel<T><<<l.blocks, l.threads, 0, stream>>>(
+        grad_hy, grad_hy + total, input_gates.ptr<const T>(), hidden_gates.ptr<const T>(), cx.ptr<const T>(),
+        grad_gates.ptr<T>(), grad_cx.ptr<T>(), total, hidden);
+  });
 }
 
 }  // namespace ember::cuda_impl
