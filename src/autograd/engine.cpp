@@ -316,6 +316,8 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
   EMBER_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ", grad_outputs.size(),
               " gradients for ", outputs.size(), " outputs");
   AutoGradMode grad_mode(create_graph);  // on exactly when the pass records itself
+  // A pass run inside a backward function (a checkpointed block's second run) queues its
+  // callbacks onto the pass that contains it: "backward has finished" means the outermost one.
   std::vector<std::function<void()>> final_callbacks;
   struct CallbacksScope {
     std::vector<std::function<void()>>* previous;
@@ -324,8 +326,6 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
     }
     ~CallbacksScope() { g_final_callbacks = previous; }
   } callbacks_scope(g_final_callbacks != nullptr ? g_final_callbacks : &final_callbacks);
-  // A pass run inside a backward function (a checkpointed block's second run) queues its
-  // callbacks onto the pass that contains it: "backward has finished" means the outermost one.
   struct GradCallScope {
     bool previous;
     explicit GradCallScope(bool mine) : previous(g_in_grad_call) { g_in_grad_call = mine; }

@@ -1,6 +1,6 @@
 #pragma once
-// The LSTM and GRU cells' element-wise updates, written once for the CPU loop (src/backend/cpu/rnn.cpp)
-// and the CUDA kernel (src/backend/cuda/rnn.cu).
+// The LSTM and GRU cells' element-wise updates, written once for the CPU loops
+// (src/backend/cpu/rnn.cpp) and the CUDA kernels (src/backend/cuda/rnn.cu).
 //
 // With the gates' pre-activations a = x W_ih^T + b + h W_hh^T split into PyTorch's order
 // (input i, forget f, cell g, output o), one hidden unit's update is
@@ -12,8 +12,8 @@
 //   do = dh tanh(cy) sigmoid(o) (1 - sigmoid(o)),  di = dcy tanh(g) sigmoid(i) (1 - sigmoid(i)),
 //   df = dcy cx sigmoid(f) (1 - sigmoid(f)),      dg = dcy sigmoid(i) (1 - tanh(g)^2),
 //   dcx = dcy sigmoid(f).
-// These are the products autograd forms from the op-by-op cell, in the same order, so the fused
-// and the composed gradients agree to rounding.
+// These are the products autograd forms from the op-by-op cell (grouped differently in places),
+// so the fused and the composed gradients agree to rounding.
 #include "kernels/elementwise_ops.h"
 #include "kernels/kmath.h"
 

@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/autograd.h"
+#include "ember/factories.h"
 #include "ember/ops.h"
 
 namespace ember::detail {
@@ -78,30 +79,46 @@ void check_cell_arguments(const char* op, int64_t gates, const Tensor& input_gat
               hidden_gates.device(), " and ", state.device());
 }
 
+/// What both fused cells do around their kernels: contiguous inputs, `forward` writing a new
+/// tensor of `out_sizes`, and one node named `name` whose backward is `fused_backward` (the
+/// backend's kernel) or, when the backward pass is itself recorded, `recorded_backward` (the
+/// formula as ops). Both backward functions take the gradient and the saved gates and state.
+template <typename Forward, typename FusedBackward, typename RecordedBackward>
+Tensor fused_cell(const char* name, IntList out_sizes, const Tensor& input_gates, const Tensor& hidden_gates,
+                  const Tensor& state, const Forward& forward, FusedBackward fused_backward,
+                  RecordedBackward recorded_backward) {
+  const Tensor xg = input_gates.contiguous(), hg = hidden_gates.contiguous(), st = state.contiguous();
+  Tensor out = make_tensor(out_sizes, st.dtype(), st.device());
+  forward(backend_for(st.device()), view_of(xg), view_of(hg), view_of(st), view_of(out));
+  if (autograd::needs_grad({&input_gates, &hidden_gates, &state})) {
+    autograd::record(out, name, {&input_gates, &hidden_gates, &state},
+                     [saved_x = autograd::SavedTensor(xg), saved_h = autograd::SavedTensor(hg),
+                      saved_state = autograd::SavedTensor(st), fused_backward, recorded_backward](const Tensor& g) {
+                       const Tensor x = saved_x.get(), h = saved_h.get(), s = saved_state.get();
+                       if (GradMode::is_enabled()) return recorded_backward(g, x, h, s);
+                       return fused_backward(backend_for(x.device()), g.contiguous(), x, h, s);
+                     });
+  }
+  return out;
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> lstm_cell_update(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& cx) {
   const Dtype dtype = input_gates.dtype();
   if (dtype != kFloat32 && dtype != kFloat64) return lstm_cell_composed(input_gates + hidden_gates, cx);
   check_cell_arguments("lstm_cell", 4, input_gates, hidden_gates, cx);
-  const Tensor xg = input_gates.contiguous(), hg = hidden_gates.contiguous(), c = cx.contiguous();
-  Tensor out = make_tensor({2, c.size(0), c.size(1)}, dtype, c.device());
-  backend_for(c.device()).lstm_cell(view_of(xg), view_of(hg), view_of(c), view_of(out));
-  if (autograd::needs_grad({&input_gates, &hidden_gates, &cx})) {
-    autograd::record(out, "LstmCellBackward0", {&input_gates, &hidden_gates, &cx},
-                     [saved_x = autograd::SavedTensor(xg), saved_h = autograd::SavedTensor(hg),
-                      saved_c = autograd::SavedTensor(c)](const Tensor& g) {
-                       const Tensor x = saved_x.get(), h = saved_h.get(), state = saved_c.get();
-                       if (GradMode::is_enabled()) return lstm_cell_grad_recorded(g, x, h, state);
-                       const Tensor grad = g.contiguous();
-                       Tensor grad_gates = make_tensor(x.sizes(), x.dtype(), x.device());
-                       Tensor grad_cx = make_tensor(state.sizes(), state.dtype(), state.device());
-                       backend_for(x.device())
-                           .lstm_cell_backward(view_of(grad), view_of(x), view_of(h), view_of(state),
-                                               view_of(grad_gates), view_of(grad_cx));
-                       return std::vector<Tensor>{grad_gates, grad_gates, grad_cx};
-                     });
-  }
+  const Tensor out = fused_cell(
+      "LstmCellBackward0", {2, cx.size(0), cx.size(1)}, input_gates, hidden_gates, cx,
+      [](Backend& be, const TensorView& x, const TensorView& h, const TensorView& c, const TensorView& hc) {
+        be.lstm_cell(x, h, c, hc);
+      },
+      [](Backend& be, const Tensor& grad, const Tensor& x, const Tensor& h, const Tensor& c) {
+        Tensor grad_gates = empty_like(x), grad_cx = empty_like(c);
+        be.lstm_cell_backward(view_of(grad), view_of(x), view_of(h), view_of(c), view_of(grad_gates), view_of(grad_cx));
+        return std::vector<Tensor>{grad_gates, grad_gates, grad_cx};
+      },
+      lstm_cell_grad_recorded);
   std::vector<Tensor> halves = out.unbind(0);
   return {halves[0], halves[1]};
 }
@@ -110,26 +127,18 @@ Tensor gru_cell_update(const Tensor& input_gates, const Tensor& hidden_gates, co
   const Dtype dtype = input_gates.dtype();
   if (dtype != kFloat32 && dtype != kFloat64) return gru_cell_composed(input_gates, hidden_gates, hx);
   check_cell_arguments("gru_cell", 3, input_gates, hidden_gates, hx);
-  const Tensor xg = input_gates.contiguous(), hg = hidden_gates.contiguous(), h = hx.contiguous();
-  Tensor out = make_tensor(h.sizes(), dtype, h.device());
-  backend_for(h.device()).gru_cell(view_of(xg), view_of(hg), view_of(h), view_of(out));
-  if (autograd::needs_grad({&input_gates, &hidden_gates, &hx})) {
-    autograd::record(out, "GruCellBackward0", {&input_gates, &hidden_gates, &hx},
-                     [saved_x = autograd::SavedTensor(xg), saved_h = autograd::SavedTensor(hg),
-                      saved_state = autograd::SavedTensor(h)](const Tensor& g) {
-                       const Tensor x = saved_x.get(), hidden = saved_h.get(), state = saved_state.get();
-                       if (GradMode::is_enabled()) return gru_cell_grad_recorded(g, x, hidden, state);
-                       const Tensor grad = g.contiguous();
-                       Tensor grad_x = make_tensor(x.sizes(), x.dtype(), x.device());
-                       Tensor grad_hidden = make_tensor(x.sizes(), x.dtype(), x.device());
-                       Tensor grad_state = make_tensor(state.sizes(), state.dtype(), state.device());
-                       backend_for(x.device())
-                           .gru_cell_backward(view_of(grad), view_of(x), view_of(hidden), view_of(state),
-                                              view_of(grad_x), view_of(grad_hidden), view_of(grad_state));
-                       return std::vector<Tensor>{grad_x, grad_hidden, grad_state};
-                     });
-  }
-  return out;
+  return fused_cell(
+      "GruCellBackward0", hx.sizes(), input_gates, hidden_gates, hx,
+      [](Backend& be, const TensorView& x, const TensorView& h, const TensorView& state, const TensorView& hy) {
+        be.gru_cell(x, h, state, hy);
+      },
+      [](Backend& be, const Tensor& grad, const Tensor& x, const Tensor& h, const Tensor& state) {
+        Tensor grad_x = empty_like(x), grad_h = empty_like(h), grad_state = empty_like(state);
+        be.gru_cell_backward(view_of(grad), view_of(x), view_of(h), view_of(state), view_of(grad_x), view_of(grad_h),
+                             view_of(grad_state));
+        return std::vector<Tensor>{grad_x, grad_h, grad_state};
+      },
+      gru_cell_grad_recorded);
 }
 
 }  // namespace ember::detail

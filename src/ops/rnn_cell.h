@@ -1,8 +1,7 @@
 #pragma once
 // The LSTM and GRU cells' element-wise updates behind nn::LSTM, nn::GRU and their cells: one
 // backend call each way (Backend::lstm_cell, gru_cell) for float32 and float64, ops for the other
-// dtypes. Internal: the public
-// layers are in nn/rnn.h.
+// dtypes. Internal: the public layers are in nn/rnn.h.
 #include <utility>
 
 #include "ember/tensor.h"

@@ -16,7 +16,8 @@
 namespace ember::cpu {
 namespace {
 
-/// Rows per chunk, so that a chunk holds about kGrainSize units' worth of work.
+/// Rows per thread chunk: a unit costs several transcendentals, so a chunk of kGrainSize / 8
+/// units is already worth a thread.
 int64_t row_grain(int64_t hidden) { return std::max<int64_t>(1, kGrainSize / (8 * hidden)); }
 
 template <typename T>
