@@ -424,6 +424,9 @@ void nccl_finalize() {
       // the communicator is aborted, as the watchdog would have done, so that the stream drains.
       cudaError_t status;
       while ((status = cudaEventQuery(p.event)) == cudaErrorNotReady) {
+        // "Not ready" lands in this thread's CUDA error state: cleared, so that the next
+        // check_launch does not report it against an unrelated kernel (as query_completed does).
+        (void)cudaGetLastError();
         if (!c.aborted && Clock::now() >= p.deadline) {
           note(timeout_message(p, device, "no error reported"));
           c.aborted = true;

@@ -46,10 +46,10 @@ void check_device_index(int device) {
 void throw_cuda_error(cudaError_t err, const char* op, const char* call) {
   std::string message = std::string("[") + op + "] CUDA error: " + cudaGetErrorString(err) + " (" +
                         cudaGetErrorName(err) + " from " + call + ")" + hint_for(err);
-  if (err == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // not sticky: clear it so the process can go on
-    throw OutOfMemoryError(message);
-  }
+  // The runtime also keeps `err` as this thread's last error, which the next check_launch would
+  // report again against an unrelated kernel: clear it (a sticky error stays, as it must).
+  (void)cudaGetLastError();
+  if (err == cudaErrorMemoryAllocation) throw OutOfMemoryError(message);
   throw Error(message);
 }
 
