@@ -1,11 +1,14 @@
 // RNN, LSTM, GRU and their cells, written with ember's recorded ops (linear, the activations,
-// chunk, unbind, stack), so that autograd and every backend come with them. Per layer and
-// direction, the input's projection x W_ih^T (+ biases) is one matrix product over all steps;
-// only h W_hh^T is computed step by step. The steps read that projection through unbind, whose
-// one gather node keeps backward linear in the sequence length. The LSTM's and the GRU's cell
-// updates (the gates' activations and the new state) are one fused op each way (ops/rnn_cell.h).
+// split, cat, stack), so that autograd and every backend come with them. A padded batch and a
+// packed one run the same code: time-major rows of which step t takes the first batch_sizes[t]
+// (all of them, when padded). Per layer and direction, the input's projection x W_ih^T
+// (+ biases) is one matrix product over all steps; only h W_hh^T is computed step by step. The
+// steps read that projection through split_with_sizes, whose one gather node keeps backward
+// linear in the sequence length. The LSTM's and the GRU's cell updates (the gates' activations
+// and the new state) are one fused op each way (ops/rnn_cell.h).
 #include "ember/nn/rnn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -18,6 +21,7 @@
 #include "ember/ops.h"
 #include "ember/optim/optimizer.h"  // python_float
 #include "ember/warning.h"
+#include "nn/packed_sequence_internal.h"
 #include "ops/rnn_cell.h"
 
 namespace ember::nn {
@@ -136,16 +140,169 @@ std::vector<Tensor> RNNBase::layer_parameters(int64_t layer, bool reverse) const
   return weights_[static_cast<size_t>(layer * (options.bidirectional ? 2 : 1) + (reverse ? 1 : 0))];
 }
 
+namespace {
+
+/// One layer and direction's states after its last step, and its h at every step.
+struct DirectionResult {
+  Tensor output;  // [sum of batch_sizes, h size]: every step's h, time-major
+  Tensor h, c;    // [batch, *]: each sequence's state after its own last step
+};
+
+/// Runs one layer's recurrence in one direction. xs[t] is step t's input projection, with
+/// batch_sizes[t] rows: the sequences still running, which are always the first ones. Forward,
+/// a sequence that ends leaves the batch and its final state is set aside; in reverse, each
+/// sequence starts at its own last step from its initial state.
+DirectionResult run_direction(RNNBase::Mode mode, const std::vector<Tensor>& xs,
+                              const std::vector<int64_t>& batch_sizes, bool reverse, const Tensor& h0, const Tensor& c0,
+                              const Step& step) {
+  const bool lstm = mode == RNNBase::Mode::LSTM;
+  auto advance = [&](const Tensor& xp, Tensor& h, Tensor& c) {
+    switch (mode) {
+      case RNNBase::Mode::RNN_TANH:
+      case RNNBase::Mode::RNN_RELU:
+        h = rnn_step(xp, h, step, mode == RNNBase::Mode::RNN_RELU);
+        break;
+      case RNNBase::Mode::LSTM:
+        lstm_step(xp, h, c, step);
+        break;
+      case RNNBase::Mode::GRU:
+        h = gru_step(xp, h, step);
+        break;
+    }
+  };
+  const size_t steps = xs.size();
+  std::vector<Tensor> hs(steps);
+  DirectionResult r;
+  Tensor h = h0, c = c0;
+  if (!reverse) {
+    std::vector<Tensor> ended_h, ended_c;  // the states of finished sequences, the shortest first
+    for (size_t t = 0; t < steps; ++t) {
+      const int64_t rows = batch_sizes[t], running = h.size(0);
+      if (rows < running) {
+        ended_h.push_back(h.narrow(0, rows, running - rows));
+        h = h.narrow(0, 0, rows);
+        if (lstm) {
+          ended_c.push_back(c.narrow(0, rows, running - rows));
+          c = c.narrow(0, 0, rows);
+        }
+      }
+      advance(xs[t], h, c);
+      hs[t] = h;
+    }
+    if (ended_h.empty()) {
+      r.h = h;
+      r.c = c;
+    } else {
+      ended_h.push_back(h);
+      std::reverse(ended_h.begin(), ended_h.end());
+      r.h = cat(ended_h, 0);
+      if (lstm) {
+        ended_c.push_back(c);
+        std::reverse(ended_c.begin(), ended_c.end());
+        r.c = cat(ended_c, 0);
+      }
+    }
+  } else {
+    if (steps > 0 && batch_sizes.back() < h0.size(0)) {
+      h = h0.narrow(0, 0, batch_sizes.back());
+      if (lstm) c = c0.narrow(0, 0, batch_sizes.back());
+    }
+    for (size_t t = steps; t-- > 0;) {
+      const int64_t rows = batch_sizes[t], running = h.size(0);
+      if (rows > running) {  // sequences whose last step is t join with their initial state
+        h = cat({h, h0.narrow(0, running, rows - running)}, 0);
+        if (lstm) c = cat({c, c0.narrow(0, running, rows - running)}, 0);
+      }
+      advance(xs[t], h, c);
+      hs[t] = h;
+    }
+    r.h = h;
+    r.c = c;
+  }
+  r.output = steps > 0 ? cat(hs, 0) : zeros_for({0, h0.size(1)}, h0);
+  return r;
+}
+
+}  // namespace
+
+void RNNBase::check_hidden(const Tensor& h0, const Tensor& c0, int64_t batch) const {
+  const bool lstm = mode == Mode::LSTM;
+  const int64_t directions = options.bidirectional ? 2 : 1;
+  const int64_t real_hidden = options.proj_size > 0 ? options.proj_size : hidden_size;
+  const std::vector<int64_t> h_sizes{options.num_layers * directions, batch, real_hidden};
+  const std::vector<int64_t> c_sizes{options.num_layers * directions, batch, hidden_size};
+  if (h0.defined()) {
+    EMBER_CHECK(same_dims(h0.sizes(), h_sizes), lstm ? "Expected hidden[0] size " : "Expected hidden size ",
+                tuple_str(h_sizes), ", got ", detail::shape_str(h0.sizes()));
+  }
+  if (c0.defined()) {
+    EMBER_CHECK(same_dims(c0.sizes(), c_sizes), "Expected hidden[1] size ", tuple_str(c_sizes), ", got ",
+                detail::shape_str(c0.sizes()));
+  }
+}
+
+LSTMOutput RNNBase::run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0_arg,
+                              const Tensor& c0_arg) {
+  const bool lstm = mode == Mode::LSTM;
+  const int64_t batch = batch_sizes.empty() ? 0 : batch_sizes[0];
+  const int64_t directions = options.bidirectional ? 2 : 1;
+  const int64_t real_hidden = options.proj_size > 0 ? options.proj_size : hidden_size;
+  const Tensor h0 = h0_arg.defined() ? h0_arg : zeros_for({options.num_layers * directions, batch, real_hidden}, data);
+  Tensor c0 = c0_arg;
+  if (lstm && !c0.defined()) c0 = zeros_for({options.num_layers * directions, batch, hidden_size}, data);
+
+  std::vector<Tensor> h_n, c_n;
+  Tensor layer_input = data;
+  for (int64_t layer = 0; layer < options.num_layers; ++layer) {
+    std::vector<Tensor> direction_outputs;
+    for (int64_t direction = 0; direction < directions; ++direction) {
+      const int64_t index = layer * directions + direction;
+      const std::vector<Tensor>& p = weights_[static_cast<size_t>(index)];
+      const Tensor& w_ih = p[0];
+      const Tensor& w_hh = p[1];
+      const Tensor none;
+      const Tensor& b_ih = options.bias ? p[2] : none;
+      const Tensor& b_hh = options.bias ? p[3] : none;
+      const Tensor& w_hr = options.proj_size > 0 ? p.back() : none;
+      const Tensor bias = b_ih.defined() && mode != Mode::GRU ? b_ih + b_hh : b_ih;
+      // One product for all steps; only h W_hh^T is computed step by step.
+      const std::vector<Tensor> xs = functional::linear(layer_input, w_ih, bias).split_with_sizes(batch_sizes, 0);
+      const Step step{w_hh, mode == Mode::GRU ? b_hh : none, w_hr};
+      DirectionResult r =
+          run_direction(mode, xs, batch_sizes, direction == 1, h0[index], lstm ? c0[index] : Tensor(), step);
+      direction_outputs.push_back(std::move(r.output));
+      h_n.push_back(std::move(r.h));
+      if (lstm) c_n.push_back(std::move(r.c));
+    }
+    layer_input = directions == 1 ? direction_outputs[0] : cat(direction_outputs, 1);
+    if (options.dropout > 0 && is_training() && layer + 1 < options.num_layers) {
+      layer_input = functional::dropout(layer_input, options.dropout, true);
+    }
+  }
+  LSTMOutput out;
+  out.output = layer_input;
+  out.h_n = stack(h_n, 0);
+  if (lstm) out.c_n = stack(c_n, 0);
+  return out;
+}
+
+namespace {
+
+void check_input_dtype(const Tensor& input, const Tensor& weight) {
+  EMBER_CHECK(input.dtype() == weight.dtype(), "RNN input dtype (", dtype_name(input.dtype()),
+              ") does not match weight dtype (", dtype_name(weight.dtype()), "). Convert input: input.to(",
+              dtype_name(weight.dtype()), "), or convert model: model.to(", dtype_name(input.dtype()), ")");
+}
+
+}  // namespace
+
 LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Tensor& c0_arg) {
   const char* what = mode_name(mode);
   detail::check_defined(input_arg, what);
   const bool lstm = mode == Mode::LSTM;
   EMBER_CHECK(input_arg.dim() == 2 || input_arg.dim() == 3, what, ": Expected input to be 2D or 3D, got ",
               input_arg.dim(), lstm || mode == Mode::GRU ? "D instead" : "D tensor instead");
-  const Tensor& weight = weights_[0][0];
-  EMBER_CHECK(input_arg.dtype() == weight.dtype(), "RNN input dtype (", dtype_name(input_arg.dtype()),
-              ") does not match weight dtype (", dtype_name(weight.dtype()), "). Convert input: input.to(",
-              dtype_name(weight.dtype()), "), or convert model: model.to(", dtype_name(input_arg.dtype()), ")");
+  check_input_dtype(input_arg, weights_[0][0]);
   const bool batched = input_arg.dim() == 3;
   const int64_t batch_dim = options.batch_first ? 0 : 1;
   Tensor input = batched ? input_arg : input_arg.unsqueeze(batch_dim);
@@ -168,80 +325,52 @@ LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Ten
   }
   EMBER_CHECK(input.size(-1) == input_size, "input.size(-1) must be equal to input_size. Expected ", input_size,
               ", got ", input.size(-1));
-  // Time-major from here on: [steps, batch, features].
+  // Time-major from here on: [steps, batch, features], as rows [steps * batch, features] of
+  // which every step takes the whole batch.
   if (options.batch_first) input = input.transpose(0, 1);
   const int64_t steps = input.size(0), batch = input.size(1);
-  const int64_t directions = options.bidirectional ? 2 : 1;
+  check_hidden(h0, c0, batch);
+  LSTMOutput out = run_steps(input.reshape({steps * batch, input_size}),
+                             std::vector<int64_t>(static_cast<size_t>(steps), batch), h0, c0);
   const int64_t real_hidden = options.proj_size > 0 ? options.proj_size : hidden_size;
-  const std::vector<int64_t> h_sizes{options.num_layers * directions, batch, real_hidden};
-  const std::vector<int64_t> c_sizes{options.num_layers * directions, batch, hidden_size};
-  if (h0.defined()) {
-    EMBER_CHECK(same_dims(h0.sizes(), h_sizes), lstm ? "Expected hidden[0] size " : "Expected hidden size ",
-                tuple_str(h_sizes), ", got ", detail::shape_str(h0.sizes()));
-  }
-  if (c0.defined()) {
-    EMBER_CHECK(same_dims(c0.sizes(), c_sizes), "Expected hidden[1] size ", tuple_str(c_sizes), ", got ",
-                detail::shape_str(c0.sizes()));
-  }
-
-  std::vector<Tensor> h_n, c_n;
-  Tensor layer_input = input;
-  for (int64_t layer = 0; layer < options.num_layers; ++layer) {
-    std::vector<Tensor> direction_outputs;
-    for (int64_t direction = 0; direction < directions; ++direction) {
-      const std::vector<Tensor>& p = weights_[static_cast<size_t>(layer * directions + direction)];
-      const Tensor& w_ih = p[0];
-      const Tensor& w_hh = p[1];
-      const Tensor none;
-      const Tensor& b_ih = options.bias ? p[2] : none;
-      const Tensor& b_hh = options.bias ? p[3] : none;
-      const Tensor& w_hr = options.proj_size > 0 ? p.back() : none;
-      const Tensor bias = b_ih.defined() && mode != Mode::GRU ? b_ih + b_hh : b_ih;
-      // One product for all steps: linear folds the leading dims of a 3-D input into rows.
-      const std::vector<Tensor> xs = functional::linear(layer_input, w_ih, bias).unbind(0);
-      const int64_t index = layer * directions + direction;
-      Tensor h = h0.defined() ? h0[index] : zeros_for({batch, real_hidden}, input);
-      Tensor c;
-      if (lstm) c = c0.defined() ? c0[index] : zeros_for({batch, hidden_size}, input);
-      const Step step{w_hh, mode == Mode::GRU ? b_hh : none, w_hr};
-      std::vector<Tensor> hs(static_cast<size_t>(steps));
-      for (int64_t i = 0; i < steps; ++i) {
-        const int64_t t = direction == 0 ? i : steps - 1 - i;
-        const Tensor& xp = xs[static_cast<size_t>(t)];
-        switch (mode) {
-          case Mode::RNN_TANH:
-          case Mode::RNN_RELU:
-            h = rnn_step(xp, h, step, mode == Mode::RNN_RELU);
-            break;
-          case Mode::LSTM:
-            lstm_step(xp, h, c, step);
-            break;
-          case Mode::GRU:
-            h = gru_step(xp, h, step);
-            break;
-        }
-        hs[static_cast<size_t>(t)] = h;
-      }
-      direction_outputs.push_back(steps > 0 ? stack(hs, 0) : zeros_for({0, batch, real_hidden}, input));
-      h_n.push_back(h);
-      if (lstm) c_n.push_back(c);
-    }
-    layer_input = directions == 1 ? direction_outputs[0] : cat(direction_outputs, 2);
-    if (options.dropout > 0 && is_training() && layer + 1 < options.num_layers) {
-      layer_input = functional::dropout(layer_input, options.dropout, true);
-    }
-  }
-
-  LSTMOutput out;
-  out.output = options.batch_first ? layer_input.transpose(0, 1) : layer_input;
-  out.h_n = stack(h_n, 0);
-  if (lstm) out.c_n = stack(c_n, 0);
+  out.output = out.output.view({steps, batch, (options.bidirectional ? 2 : 1) * real_hidden});
+  if (options.batch_first) out.output = out.output.transpose(0, 1);
   if (!batched) {
     out.output = out.output.squeeze(batch_dim);
     out.h_n = out.h_n.squeeze(1);
     if (lstm) out.c_n = out.c_n.squeeze(1);
   }
   return out;
+}
+
+PackedLSTMOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Tensor& h0_arg, const Tensor& c0_arg) {
+  const char* what = mode_name(mode);
+  const std::vector<int64_t> batch_sizes = utils::rnn::detail::checked_batch_sizes(input, what);
+  const Tensor& data = input.data;
+  EMBER_CHECK(data.dim() == 2, "input must have 2 dimensions, got ", data.dim());
+  check_input_dtype(data, weights_[0][0]);
+  EMBER_CHECK(data.size(-1) == input_size, "input.size(-1) must be equal to input_size. Expected ", input_size,
+              ", got ", data.size(-1));
+  const bool lstm = mode == Mode::LSTM;
+  if (lstm)
+    EMBER_CHECK(h0_arg.defined() == c0_arg.defined(), "LSTM: h0 and c0 are given together, or neither (for zeros)");
+  const int64_t batch = batch_sizes.empty() ? 0 : batch_sizes[0];
+  check_hidden(h0_arg, c0_arg, batch);
+  // The layers see the batch sorted by length; the states go in and come out in the caller's order.
+  const Tensor& sorted = input.sorted_indices;
+  auto to_sorted = [&](const Tensor& state) {
+    return state.defined() && sorted.defined() ? state.index_select(1, sorted) : state;
+  };
+  LSTMOutput out = run_steps(data, batch_sizes, to_sorted(h0_arg), to_sorted(c0_arg));
+  const Tensor& unsorted = input.unsorted_indices;
+  auto to_unsorted = [&](const Tensor& state) {
+    return state.defined() && unsorted.defined() ? state.index_select(1, unsorted) : state;
+  };
+  PackedLSTMOutput result;
+  result.output = utils::rnn::PackedSequence(out.output, input.batch_sizes, sorted, unsorted);
+  result.h_n = to_unsorted(out.h_n);
+  result.c_n = to_unsorted(out.c_n);
+  return result;
 }
 
 // ---- RNN, LSTM, GRU ----
@@ -271,10 +400,19 @@ RNNOutput RNN::forward(const Tensor& input, const Tensor& h0) {
   return {out.output, out.h_n};
 }
 
+PackedRNNOutput RNN::forward(const utils::rnn::PackedSequence& input, const Tensor& h0) {
+  PackedLSTMOutput out = run(input, h0, Tensor());
+  return {std::move(out.output), out.h_n};
+}
+
 LSTM::LSTM(int64_t input_size, int64_t hidden_size, RNNOptions options)
     : RNNBase(Mode::LSTM, input_size, hidden_size, std::move(options)) {}
 
 LSTMOutput LSTM::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) { return run(input, h0, c0); }
+
+PackedLSTMOutput LSTM::forward(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0) {
+  return run(input, h0, c0);
+}
 
 GRU::GRU(int64_t input_size, int64_t hidden_size, RNNOptions options)
     : RNNBase(gru_mode(options), input_size, hidden_size, options) {}
@@ -282,6 +420,11 @@ GRU::GRU(int64_t input_size, int64_t hidden_size, RNNOptions options)
 RNNOutput GRU::forward(const Tensor& input, const Tensor& h0) {
   LSTMOutput out = run(input, h0, Tensor());
   return {out.output, out.h_n};
+}
+
+PackedRNNOutput GRU::forward(const utils::rnn::PackedSequence& input, const Tensor& h0) {
+  PackedLSTMOutput out = run(input, h0, Tensor());
+  return {std::move(out.output), out.h_n};
 }
 
 // ---- cells ----

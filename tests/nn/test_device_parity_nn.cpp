@@ -390,6 +390,18 @@ TEST_P(DeviceParityNn, RecurrentLayers) {
     nn::RNNOutput out = static_cast<nn::GRU&>(m).forward(in, Tensor());
     return cat({out.output.flatten(), out.h_n.flatten()}, 0);
   });
+  // A packed batch in no particular order: the sort permutation lives on the device.
+  manual_seed(7);
+  nn::LSTM packed_cpu(5, 4, {.bidirectional = true});
+  manual_seed(7);
+  nn::LSTM packed_dev(5, 4, {.bidirectional = true});
+  compare(packed_cpu, packed_dev, [](nn::Module& m, const Tensor& in) {
+    namespace R = nn::utils::rnn;
+    R::PackedSequence packed = R::pack_padded_sequence(in, std::vector<int64_t>{4, 6, 2}, true, false);
+    nn::PackedLSTMOutput out = static_cast<nn::LSTM&>(m).forward(packed);
+    EXPECT_EQ(out.output.data.device(), in.device());
+    return cat({R::pad_packed_sequence(out.output, true).first.flatten(), out.h_n.flatten(), out.c_n.flatten()}, 0);
+  });
   manual_seed(6);
   nn::RNNCell cell_cpu(5, 4, true, "relu");
   manual_seed(6);

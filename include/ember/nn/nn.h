@@ -9,4 +9,5 @@
 #include "ember/nn/modules.h"
 #include "ember/nn/parallel.h"
 #include "ember/nn/pooling.h"
+#include "ember/nn/packed_sequence.h"
 #include "ember/nn/rnn.h"

@@ -9,13 +9,15 @@
 ///   GRU   r, z, n: r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r (h W_hn^T + b_hn)),
 ///         h' = (1 - z) n + z h
 /// The layers are built from ember's recorded ops, so autograd (higher order included) and every
-/// device work as for any other op. Not supported: PackedSequence (variable-length batches).
+/// device work as for any other op. Variable-length batches go in as a PackedSequence
+/// (ember/nn/packed_sequence.h): each sequence then runs for its own length only.
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/nn/packed_sequence.h"
 
 namespace ember::nn {
 
@@ -49,6 +51,21 @@ struct LSTMOutput {
   Tensor c_n;  // [num_layers * directions, batch, hidden]
 };
 
+/// What RNN and GRU return for a PackedSequence: the last layer's h for every real step, packed
+/// like the input, and every layer's h after each sequence's own last step, in the input's
+/// batch order.
+struct PackedRNNOutput {
+  utils::rnn::PackedSequence output;  // data [total steps, directions * hidden]
+  Tensor h_n;                         // [num_layers * directions, batch, hidden]
+};
+
+/// What LSTM returns for a PackedSequence.
+struct PackedLSTMOutput {
+  utils::rnn::PackedSequence output;
+  Tensor h_n;
+  Tensor c_n;
+};
+
 /// The shared machinery of RNN, LSTM and GRU (PyTorch's RNNBase): the parameters of every layer
 /// and direction, registered in PyTorch's order as weight_ih_l{k}[_reverse], weight_hh_l{k},
 /// bias_ih_l{k}, bias_hh_l{k} (and weight_hr_l{k} for a projected LSTM), all drawn from
@@ -70,9 +87,16 @@ class RNNBase : public Module {
  protected:
   /// Runs every layer and direction. h0 and c0 may be undefined (zeros); c0 is LSTM's only.
   LSTMOutput run(const Tensor& input, const Tensor& h0, const Tensor& c0);
+  /// The same for a packed batch; h0 and c0 are in the input's batch order.
+  PackedLSTMOutput run(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0);
 
  private:
   int64_t gate_count() const;
+  /// The layers over time-major rows `data` [sum of batch_sizes, input_size], batch_sizes[t] of
+  /// them at step t (the first ones of the step before), from full initial states.
+  LSTMOutput run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0, const Tensor& c0);
+  /// The checks of h0 and c0 against their expected sizes, with PyTorch's messages.
+  void check_hidden(const Tensor& h0, const Tensor& c0, int64_t batch) const;
   std::vector<std::vector<Tensor>> weights_;  // [layer * directions + direction] → parameters
 };
 
@@ -87,6 +111,8 @@ class RNN : public RNNBase {
   RNNOutput forward(const Tensor& input, const Tensor& h0);
   /// The output sequence alone, so that the layer fits where one tensor goes in and one comes out.
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()).output; }
+  /// A packed batch (batch_first does not apply); h0: [num_layers * directions, batch, hidden].
+  PackedRNNOutput forward(const utils::rnn::PackedSequence& input, const Tensor& h0 = {});
 };
 
 /// nn.LSTM.
@@ -97,6 +123,7 @@ class LSTM : public RNNBase {
   /// As RNN::forward; h0 and c0 are given together or not at all (zeros).
   LSTMOutput forward(const Tensor& input, const Tensor& h0, const Tensor& c0);
   Tensor forward(const Tensor& input) override { return forward(input, Tensor(), Tensor()).output; }
+  PackedLSTMOutput forward(const utils::rnn::PackedSequence& input, const Tensor& h0 = {}, const Tensor& c0 = {});
 };
 
 /// nn.GRU.
@@ -106,6 +133,7 @@ class GRU : public RNNBase {
   std::string name() const override { return "GRU"; }
   RNNOutput forward(const Tensor& input, const Tensor& h0);
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()).output; }
+  PackedRNNOutput forward(const utils::rnn::PackedSequence& input, const Tensor& h0 = {});
 };
 
 /// One step of a recurrent layer (PyTorch's RNNCellBase): weight_ih [gates * hidden, input],
