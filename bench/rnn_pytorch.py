@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/bench_rnn.cpp: the same LSTM/GRU forward (no grad) and forward +
-backward of the output's sum, on the CPU, median of several timed rounds after a warm-up.
+backward of the output's sum, and the packed LSTM, on the CPU, median of several timed rounds after a warm-up.
 
 Run: OMP_NUM_THREADS=1 python3 bench/rnn_pytorch.py   (and with 2)
 """
@@ -42,6 +42,19 @@ def main():
                 layer(xs)[0].sum().backward()
 
             print(f"{name}_forward_backward/{steps} {timed(step):.3f} ms")
+
+    R = torch.nn.utils.rnn
+    lstm = torch.nn.LSTM(FEATURES, HIDDEN, num_layers=LAYERS)
+    xs = torch.randn(35, BATCH, FEATURES, requires_grad=True)
+    lengths = [35 - (i * 7) % BATCH for i in range(BATCH)]
+
+    def packed_step():
+        lstm.zero_grad()
+        xs.grad = None
+        packed = R.pack_padded_sequence(xs, lengths, enforce_sorted=False)
+        R.pad_packed_sequence(lstm(packed)[0])[0].sum().backward()
+
+    print(f"lstm_packed_forward_backward {timed(packed_step):.3f} ms")
 
 
 if __name__ == "__main__":
