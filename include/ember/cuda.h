@@ -164,6 +164,7 @@ class StreamGuard {
 
  private:
   int previous_device_;
+  bool previous_chosen_;    // whether the thread had chosen a device (cuda::set_device)
   Stream previous_stream_;  // of the guarded stream's device
 };
 

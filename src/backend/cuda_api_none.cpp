@@ -45,10 +45,11 @@ void Stream::wait_stream(const Stream&) const { unavailable("Stream::wait_stream
 Stream current_stream(int) { unavailable("cuda::current_stream"); }
 Stream default_stream(int) { unavailable("cuda::default_stream"); }
 void set_stream(const Stream&) { unavailable("cuda::set_stream"); }
-StreamGuard::StreamGuard(const Stream& stream) : previous_device_(0), previous_stream_(stream) {
+StreamGuard::StreamGuard(const Stream& stream)
+    : previous_device_(0), previous_chosen_(false), previous_stream_(stream) {
   unavailable("cuda::StreamGuard");
 }
-StreamGuard::~StreamGuard() { (void)previous_device_; }  // never reached: no guard can be made
+StreamGuard::~StreamGuard() { (void)previous_device_, (void)previous_chosen_; }  // never reached: no guard can be made
 void record_stream(const Tensor&, const Stream&) { unavailable("cuda::record_stream"); }
 
 }  // namespace ember::cuda

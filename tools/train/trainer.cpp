@@ -54,7 +54,7 @@ struct RngStates {
   Tensor cuda;  // undefined unless training on a GPU
 };
 
-ChosenDevice choose_device(const std::optional<std::string>& requested) {
+ChosenDevice pick_device(const std::optional<std::string>& requested) {
   // In a job of several ranks, each takes the GPU of its local rank unless told an index.
   const bool own_gpu = job_size() > 1;
   if (requested && !requested->empty()) {
@@ -70,6 +70,15 @@ ChosenDevice choose_device(const std::optional<std::string>& requested) {
     return {device, why};
   }
   return {device, "best available"};
+}
+
+/// The device to train on, made this thread's current CUDA device when it is a GPU (as
+/// torch.cuda.set_device(local_rank) in a PyTorch script): work that names no device index, and
+/// the DataLoader's pinning threads, then stay on it instead of creating a context on cuda:0.
+ChosenDevice choose_device(const std::optional<std::string>& requested) {
+  ChosenDevice chosen = pick_device(requested);
+  if (chosen.device.is_cuda() && chosen.device.has_index()) cuda::set_device(chosen.device.index());
+  return chosen;
 }
 
 std::string default_run_dir() {

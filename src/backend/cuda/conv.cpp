@@ -279,13 +279,21 @@ struct Plan {
 Plan plan(ConvPass pass, const ConvShape& s, const Conv2dArgs& a, Dtype dtype, Descs& d, int device, const char* op) {
   const ConvKey key = key_of(pass, s, a, dtype, d.requested, device);
   cudnnHandle_t h = cudnn_handle(device);
+  std::optional<Choice> cached;
   {
     std::lock_guard<std::mutex> lock(cache_mutex());
     auto it = cache().find(key);
-    if (it != cache().end()) {
-      const Choice c = it->second;
-      EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), to_cudnn(c.math)), op);
-      return {c, std::make_unique<Workspace>(c.workspace, device)};
+    if (it != cache().end()) cached = it->second;
+  }
+  if (cached) {
+    EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), to_cudnn(cached->math)), op);
+    try {
+      return {*cached, std::make_unique<Workspace>(cached->workspace, device)};
+    } catch (const OutOfMemoryError&) {
+      // Less memory is free than when this algorithm was chosen: choose again among those whose
+      // scratch memory fits now, as the first call would have.
+      std::lock_guard<std::mutex> lock(cache_mutex());
+      cache().erase(key);
     }
   }
   const std::vector<Candidate> ranked = heuristics(pass, h, d, op);

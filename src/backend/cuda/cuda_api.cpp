@@ -222,14 +222,16 @@ void set_stream(const Stream& stream) {
 }
 
 StreamGuard::StreamGuard(const Stream& stream)
-    : previous_device_(cuda_impl::current_device()), previous_stream_(current_stream(stream.device())) {
+    : previous_device_(cuda_impl::current_device()),
+      previous_chosen_(cuda_impl::device_chosen()),
+      previous_stream_(current_stream(stream.device())) {
   set_stream(stream);
 }
 
 StreamGuard::~StreamGuard() {
   cuda_impl::set_current_stream(previous_stream_.device(), static_cast<cudaStream_t>(previous_stream_.handle()));
   try {
-    cuda_impl::set_current_device(previous_device_);
+    cuda_impl::restore_current_device(previous_device_, previous_chosen_);
   } catch (...) {
     // The device was current when the guard began; a driver that fails now has failed for
     // every later call too, which reports it.

@@ -7,11 +7,15 @@
 #include <mutex>
 #include <string>
 
+#include "backend/cuda/arch_support.h"
+
 namespace ember {
 namespace cuda_impl {
 cudaError_t kernel_image_status(int device);  // kernel_image.cu
 }
 namespace {
+
+using cuda_impl::ArchVerdict;
 
 std::string version_str(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
@@ -49,16 +53,25 @@ CudaProbe probe() {
     }
   }
   // A GPU this binary has no code for would fail at the first kernel; say so up front instead.
-  const cudaError_t image = cuda_impl::kernel_image_status(0);
-  if (image == cudaErrorNoKernelImageForDevice || image == cudaErrorInvalidDeviceFunction ||
-      image == cudaErrorUnsupportedPtxVersion) {
-    cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
-    p.reason = "this ember was built for CUDA architectures " EMBER_CUDA_ARCHITECTURES_STR ", which cannot run on " +
-               std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
-               std::to_string(prop.minor) + "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(prop.major) +
-               std::to_string(prop.minor);
-    return p;
+  // Decided from the architecture list where it names them, because asking the runtime (loading
+  // a kernel) creates a CUDA context on device 0 in every process (arch_support.h).
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) {
+    ArchVerdict verdict = cuda_impl::arch_list_runs_on(EMBER_CUDA_ARCHITECTURES_STR, prop.major, prop.minor);
+    if (verdict == ArchVerdict::Unknown) {
+      const cudaError_t image = cuda_impl::kernel_image_status(0);
+      const bool no_code = image == cudaErrorNoKernelImageForDevice || image == cudaErrorInvalidDeviceFunction ||
+                           image == cudaErrorUnsupportedPtxVersion;
+      verdict = no_code ? ArchVerdict::DoesNotRun : ArchVerdict::Runs;
+    }
+    if (verdict == ArchVerdict::DoesNotRun) {
+      p.reason = "this ember was built for CUDA architectures " EMBER_CUDA_ARCHITECTURES_STR ", which cannot run on " +
+                 std::string(prop.name) + " (compute capability " + std::to_string(prop.major) + "." +
+                 std::to_string(prop.minor) +
+                 "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(prop.major) +
+                 std::to_string(prop.minor);
+      return p;
+    }
   }
   p.device_count = count;
   return p;

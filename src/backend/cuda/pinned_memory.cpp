@@ -12,6 +12,9 @@ class CudaPinnedMemory final : public RawPinnedMemory {
  public:
   void* alloc(size_t nbytes) override {
     void* ptr = nullptr;
+    // cudaHostAlloc needs a context: on a thread that never chose a device (a DataLoader's
+    // pinning thread) the runtime would create one on device 0; use the process's device.
+    DeviceGuard guard(process_device());
     // Portable: pinned for every GPU, so a batch pinned once can go to any of them.
     EMBER_CUDA_CHECK(cudaHostAlloc(&ptr, nbytes, cudaHostAllocPortable), "pin_memory");
     return ptr;

@@ -16,6 +16,14 @@ namespace ember::cuda_impl {
 namespace {
 
 thread_local int t_current_device = 0;
+// Whether this thread chose a device (cuda::set_device, a StreamGuard): only then does a
+// DeviceGuard put the runtime's device back, because making a device current creates a CUDA
+// context on it (since CUDA 12), and a thread that never chose one would otherwise end every
+// guard by creating a context on device 0, which a process working on cuda:1 never needs.
+thread_local bool t_device_chosen = false;
+// The device most recently chosen by any thread: where threads that never chose one (a
+// DataLoader's pinning thread) do what must run under some device.
+std::atomic<int> g_chosen_device{0};
 thread_local std::array<cudaStream_t, kMaxDevices> t_streams{};  // nullptr: the legacy default stream
 
 std::atomic<bool> g_allow_tf32{false};
@@ -93,14 +101,29 @@ void set_current_device(int device) {
   check_device_index(device);
   EMBER_CUDA_CHECK(cudaSetDevice(device), "set_device");
   t_current_device = device;
+  t_device_chosen = true;
+  g_chosen_device.store(device, std::memory_order_relaxed);
 }
+
+bool device_chosen() { return t_device_chosen; }
+
+void restore_current_device(int device, bool chosen) {
+  if (chosen) {
+    set_current_device(device);
+    return;
+  }
+  t_current_device = device;  // the runtime's device stays: setting it would create a context
+  t_device_chosen = false;
+}
+
+int process_device() { return t_device_chosen ? t_current_device : g_chosen_device.load(std::memory_order_relaxed); }
 
 DeviceGuard::DeviceGuard(int device) : previous_(-1) {
   int active = 0;
   EMBER_CUDA_CHECK(cudaGetDevice(&active), "device guard");
   if (active != device) {
     EMBER_CUDA_CHECK(cudaSetDevice(device), "device guard");
-    previous_ = active;
+    if (t_device_chosen) previous_ = active;
   }
 }
 

@@ -58,7 +58,18 @@ bool query_completed(cudaError_t answer, const char* op, const char* call);
 int current_device();
 void set_current_device(int device);
 
-/// Makes `device` the CUDA runtime's device for this scope and restores the previous one.
+/// Whether this thread has chosen a device with set_current_device.
+bool device_chosen();
+/// Puts back the choice a StreamGuard found: `device` through set_current_device if the thread
+/// had chosen it, else only as ember's current device, leaving the runtime's device alone.
+void restore_current_device(int device, bool chosen);
+
+/// The device this thread chose, else the one another thread chose last (0 if none did): where
+/// work that needs some device, such as pinning host memory, runs without creating a context.
+int process_device();
+
+/// Makes `device` the CUDA runtime's device for this scope and restores the previous one if this
+/// thread chose it; a thread that never chose a device stays on `device` (see runtime.cpp).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);
