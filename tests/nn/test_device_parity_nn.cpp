@@ -409,6 +409,42 @@ TEST_P(DeviceParityNn, RecurrentLayers) {
   compare(cell_cpu, cell_dev, [](nn::Module& m, const Tensor& in) { return m(in.select(1, 0)); });
 }
 
+TEST_P(DeviceParityNn, AttentionLayers) {
+  // A causal mask and a boolean padding mask: masks built on the CPU must reach the device.
+  Tensor x = randn({2, 5, 8});  // batch_first
+  Tensor mask = nn::generate_square_subsequent_mask(5);
+  Tensor padding = tensor({{false, false, false, true, true}, {false, false, false, false, false}});
+  manual_seed(8);
+  nn::TransformerEncoderLayer cpu_layer(8, 2, {.dim_feedforward = 16, .dropout = 0.0, .batch_first = true});
+  manual_seed(8);
+  nn::TransformerEncoderLayer dev_layer(8, 2, {.dim_feedforward = 16, .dropout = 0.0, .batch_first = true});
+  dev_layer.to(device());
+  Tensor xc = x.clone().requires_grad_(), xd = on(x).requires_grad_();
+  Tensor yc = cpu_layer.forward(xc, mask, padding);
+  Tensor yd = dev_layer.forward(xd, mask.to(device()), padding.to(device()));
+  EXPECT_CLOSE_TO_CPU(yd, yc, kRtol, kAtol);
+  yc.pow(2).sum().backward();
+  yd.pow(2).sum().backward();
+  EXPECT_CLOSE_TO_CPU(xd.grad(), xc.grad(), kRtol, kAtol);
+  const auto pc = cpu_layer.named_parameters(), pd = dev_layer.named_parameters();
+  for (size_t i = 0; i < pc.size(); ++i) {
+    SCOPED_TRACE(pc[i].first);
+    EXPECT_CLOSE_TO_CPU(pd[i].second.grad(), pc[i].second.grad(), kRtol, kAtol);
+  }
+  // The attention weights, and scaled_dot_product_attention's causal mask made on the device.
+  manual_seed(9);
+  nn::MultiheadAttention mha(8, 4);
+  Tensor q = randn({3, 2, 8}), kv = randn({4, 2, 8});
+  nn::MultiheadAttentionOutput oc = mha.forward(q, kv, kv);
+  mha.to(device());
+  nn::MultiheadAttentionOutput od = mha.forward(on(q), on(kv), on(kv));
+  EXPECT_CLOSE_TO_CPU(od.output, oc.output, kRtol, kAtol);
+  EXPECT_CLOSE_TO_CPU(od.weights, oc.weights, kRtol, kAtol);
+  Tensor a = randn({2, 3, 4, 8});
+  EXPECT_CLOSE_TO_CPU(nn::functional::scaled_dot_product_attention(on(a), on(a), on(a), Tensor(), 0.0, true),
+                      nn::functional::scaled_dot_product_attention(a, a, a, Tensor(), 0.0, true), kRtol, kAtol);
+}
+
 EMBER_INSTANTIATE_DEVICE_SUITE(DeviceParityNn);
 
 }  // namespace

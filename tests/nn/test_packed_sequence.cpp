@@ -9,7 +9,6 @@
 
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "ember/nn/packed_sequence.h"
 #include "ember/nn/rnn.h"
 #include "support/error_of.h"
+#include "support/golden_cases.h"
 #include "support/gradcheck.h"
 
 namespace {
@@ -26,18 +26,12 @@ using namespace ember;
 namespace nn = ember::nn;
 namespace R = ember::nn::utils::rnn;
 using ember_test::error_of;
+using ember_test::split_commas;
 
 const io::SafetensorsData& golden() {
   static const io::SafetensorsData data =
       io::load_safetensors(EMBER_SOURCE_DIR "/tests/nn/golden/packed_golden.safetensors");
   return data;
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-  return out;
 }
 
 std::vector<int64_t> values(const Tensor& t) {

@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "ember/nn/rnn.h"
 #include "support/collect_warnings.h"
 #include "support/error_of.h"
+#include "support/golden_cases.h"
 #include "support/gradcheck.h"
 
 namespace {
@@ -24,19 +24,13 @@ namespace {
 using namespace ember;
 namespace nn = ember::nn;
 using ember_test::error_of;
+using ember_test::split_commas;
 using Shape = std::vector<int64_t>;
 
 const io::SafetensorsData& golden() {
   static const io::SafetensorsData data =
       io::load_safetensors(EMBER_SOURCE_DIR "/tests/nn/golden/rnn_golden.safetensors");
   return data;
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-  return out;
 }
 
 /// One golden case, parsed from "MODE,key=value,...".

@@ -1,0 +1,150 @@
+#pragma once
+/// Attention and Transformer layers with torch.nn's semantics: scaled_dot_product_attention,
+/// MultiheadAttention, TransformerEncoderLayer and TransformerEncoder. Parameter names, shapes,
+/// initialisation order and masks' meanings are PyTorch's, so a state_dict moves between the two.
+/// Everything is composed of recorded ops (linear, matmul, softmax, dropout, layer_norm), so
+/// autograd (higher order included) and every device work as for any other op.
+///
+/// Masks, as in PyTorch (mind the opposite meanings of a boolean mask):
+///   scaled_dot_product_attention's attn_mask: bool, true = may attend; or float, added.
+///   MultiheadAttention's attn_mask and key_padding_mask: bool, true = may NOT attend; or float,
+///   added. A query that may attend to nothing gets zeros from scaled_dot_product_attention (and
+///   from MultiheadAttention without weights), NaN from MultiheadAttention with need_weights, as
+///   in PyTorch.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ember/nn/module.h"
+#include "ember/nn/modules.h"
+#include "ember/tensor_options.h"
+
+namespace ember::nn {
+
+namespace functional {
+
+/// softmax(q k^T * scale + mask) v over the last two dimensions: query [..., L, E], key
+/// [..., S, E], value [..., S, Ev] → [..., L, Ev]. attn_mask broadcasts to [..., L, S];
+/// is_causal lets query i attend to keys 0..i (and then attn_mask must be undefined); scale
+/// defaults to 1/√E; dropout_p drops attention weights (always, as in PyTorch: pass 0 when not
+/// training). enable_gqa lets key and value have fewer heads (dimension -3) than the query,
+/// each shared by query heads in groups.
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = Tensor(), double dropout_p = 0.0, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt, bool enable_gqa = false);
+
+}  // namespace functional
+
+/// The options of nn.MultiheadAttention after embed_dim and num_heads, with PyTorch's defaults.
+struct MultiheadAttentionOptions {
+  double dropout = 0.0;  // on the attention weights, while training
+  bool bias = true;      // in_proj_bias and out_proj.bias
+  bool add_bias_kv = false;
+  bool add_zero_attn = false;
+  int64_t kdim = 0;  // key features; 0: embed_dim
+  int64_t vdim = 0;  // value features; 0: embed_dim
+  bool batch_first = false;
+};
+
+/// The optional arguments of MultiheadAttention::forward, with PyTorch's defaults.
+struct MultiheadAttentionArgs {
+  Tensor key_padding_mask = Tensor();  // [N, S] ([S] unbatched): true (or -inf) marks keys to ignore
+  bool need_weights = true;
+  Tensor attn_mask = Tensor();  // [L, S] or [N * num_heads, L, S]
+  bool average_attn_weights = true;
+  /// A hint that attn_mask is causal (it must still be given, as in PyTorch).
+  bool is_causal = false;
+};
+
+struct MultiheadAttentionOutput {
+  Tensor output;  // [L, N, E] ([N, L, E] with batch_first, [L, E] unbatched)
+  /// [N, L, S] averaged over heads, or [N, num_heads, L, S] ([L, S] or [num_heads, L, S]
+  /// unbatched); after dropout while training, as in PyTorch; undefined without need_weights.
+  Tensor weights;
+};
+
+/// nn.MultiheadAttention. With kdim == vdim == embed_dim the three input projections are one
+/// parameter, in_proj_weight [3E, E]; otherwise q_proj_weight, k_proj_weight and
+/// v_proj_weight. in_proj_bias [3E], out_proj (a Linear), and with add_bias_kv bias_k and
+/// bias_v [1, 1, E]. Initialised as PyTorch: out_proj drawn as a Linear, then xavier_uniform_ of
+/// the input projections, zero biases, xavier_normal_ of bias_k and bias_v.
+class MultiheadAttention : public Module {
+ public:
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions options = {});
+  std::string name() const override { return "MultiheadAttention"; }
+  /// query [L, N, E], key [S, N, kdim], value [S, N, vdim] ([N, L, E] ... with batch_first), or
+  /// unbatched [L, E], [S, kdim], [S, vdim].
+  MultiheadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                   const MultiheadAttentionArgs& args = {});
+  /// Self-attention's output alone: forward(x, x, x, {.need_weights = false}).output.
+  Tensor forward(const Tensor& x) override;
+  /// PyTorch's _reset_parameters: redraws the input projections (and bias_k, bias_v) and zeroes
+  /// the biases; out_proj.weight keeps its values.
+  void reset_parameters();
+
+  int64_t embed_dim, num_heads, head_dim, kdim, vdim;
+  MultiheadAttentionOptions options;
+  Tensor in_proj_weight;                               // undefined when kdim or vdim differ
+  Tensor q_proj_weight, k_proj_weight, v_proj_weight;  // defined only then
+  Tensor in_proj_bias, bias_k, bias_v;                 // undefined without bias / add_bias_kv
+  std::shared_ptr<Linear> out_proj;
+};
+
+/// A float [size, size] mask of -inf above the diagonal and 0 elsewhere: position i attends to
+/// 0..i (nn.Transformer.generate_square_subsequent_mask).
+Tensor generate_square_subsequent_mask(int64_t size, const TensorOptions& options = {});
+
+/// The options of nn.TransformerEncoderLayer after d_model and nhead, with PyTorch's defaults.
+struct TransformerEncoderLayerOptions {
+  int64_t dim_feedforward = 2048;
+  double dropout = 0.1;
+  std::string activation = "relu";  // or "gelu"
+  double layer_norm_eps = 1e-5;
+  bool batch_first = false;
+  bool norm_first = false;  // pre-norm: x + sa(norm1(x)), then x + ff(norm2(x))
+  bool bias = true;         // of the linear layers, the attention and the norms
+};
+
+/// nn.TransformerEncoderLayer: self-attention and a feed-forward block, each with dropout and a
+/// residual connection, and LayerNorm after each (or before, with norm_first). Submodules (and
+/// state_dict keys) as PyTorch's: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1,
+/// dropout2.
+class TransformerEncoderLayer : public Module {
+ public:
+  TransformerEncoderLayer(int64_t d_model, int64_t nhead, TransformerEncoderLayerOptions options = {});
+  std::string name() const override { return "TransformerEncoderLayer"; }
+  /// src [S, N, E] ([N, S, E] with batch_first, [S, E] unbatched); src_mask and
+  /// src_key_padding_mask as MultiheadAttention's attn_mask and key_padding_mask.
+  Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = Tensor(),
+                 bool is_causal = false);
+  Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
+
+  int64_t d_model, nhead;
+  TransformerEncoderLayerOptions options;
+  std::shared_ptr<MultiheadAttention> self_attn;
+  std::shared_ptr<Linear> linear1, linear2;
+  std::shared_ptr<Dropout> dropout, dropout1, dropout2;
+  std::shared_ptr<LayerNorm> norm1, norm2;
+};
+
+/// nn.TransformerEncoder: num_layers copies of `encoder_layer` (named layers.0, layers.1, ...)
+/// and an optional final norm. Like PyTorch's deep copies, each copy has the layer's options,
+/// parameter values, device, dtype, requires_grad flags and training mode, and making them draws
+/// nothing from the generator. is_causal only says that `mask` is causal (PyTorch detects it);
+/// the result is the same either way.
+class TransformerEncoder : public Module {
+ public:
+  TransformerEncoder(const TransformerEncoderLayer& encoder_layer, int64_t num_layers,
+                     std::shared_ptr<LayerNorm> norm = nullptr);
+  std::string name() const override { return "TransformerEncoder"; }
+  Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = Tensor(),
+                 bool is_causal = false);
+  Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
+
+  int64_t num_layers;
+  std::shared_ptr<ModuleList> layers;
+  std::shared_ptr<LayerNorm> norm;  // may be null
+};
+
+}  // namespace ember::nn
