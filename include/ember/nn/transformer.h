@@ -1,6 +1,7 @@
 #pragma once
 /// Attention and Transformer layers with torch.nn's semantics: scaled_dot_product_attention,
-/// MultiheadAttention, TransformerEncoderLayer and TransformerEncoder. Parameter names, shapes,
+/// MultiheadAttention, TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer,
+/// TransformerDecoder and Transformer. Parameter names, shapes,
 /// initialisation order and masks' meanings are PyTorch's, so a state_dict moves between the two.
 /// Everything is composed of recorded ops (linear, matmul, softmax, dropout, layer_norm), so
 /// autograd (higher order included) and every device work as for any other op.
@@ -145,6 +146,104 @@ class TransformerEncoder : public Module {
   int64_t num_layers;
   std::shared_ptr<ModuleList> layers;
   std::shared_ptr<LayerNorm> norm;  // may be null
+};
+
+/// The options of nn.TransformerDecoderLayer after d_model and nhead: TransformerEncoderLayer's.
+using TransformerDecoderLayerOptions = TransformerEncoderLayerOptions;
+
+/// The optional arguments of TransformerDecoderLayer::forward and TransformerDecoder::forward.
+/// The masks are MultiheadAttention's (bool: true = may not attend; float: added): the tgt ones
+/// for the self-attention over tgt, the memory ones for the attention from tgt to memory.
+struct TransformerDecoderArgs {
+  Tensor tgt_mask = Tensor();                 // [T, T]
+  Tensor memory_mask = Tensor();              // [T, S]
+  Tensor tgt_key_padding_mask = Tensor();     // [N, T]
+  Tensor memory_key_padding_mask = Tensor();  // [N, S]
+  bool tgt_is_causal = false;
+  bool memory_is_causal = false;
+};
+
+/// nn.TransformerDecoderLayer: self-attention over tgt, attention from tgt to memory, and a
+/// feed-forward block, each with dropout, a residual connection and LayerNorm after it (before
+/// it with norm_first). Submodules as PyTorch's: self_attn, multihead_attn, linear1, dropout,
+/// linear2, norm1, norm2, norm3, dropout1, dropout2, dropout3.
+class TransformerDecoderLayer : public Module {
+ public:
+  TransformerDecoderLayer(int64_t d_model, int64_t nhead, TransformerDecoderLayerOptions options = {});
+  std::string name() const override { return "TransformerDecoderLayer"; }
+  /// tgt [T, N, E], memory [S, N, E] ([N, T, E] and [N, S, E] with batch_first; [T, E] and [S, E]
+  /// unbatched).
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {});
+
+  int64_t d_model, nhead;
+  TransformerDecoderLayerOptions options;
+  std::shared_ptr<MultiheadAttention> self_attn, multihead_attn;
+  std::shared_ptr<Linear> linear1, linear2;
+  std::shared_ptr<Dropout> dropout, dropout1, dropout2, dropout3;
+  std::shared_ptr<LayerNorm> norm1, norm2, norm3;
+};
+
+/// nn.TransformerDecoder: num_layers copies of `decoder_layer` (as TransformerEncoder copies its
+/// layer) and an optional final norm.
+class TransformerDecoder : public Module {
+ public:
+  TransformerDecoder(const TransformerDecoderLayer& decoder_layer, int64_t num_layers,
+                     std::shared_ptr<LayerNorm> norm = nullptr);
+  std::string name() const override { return "TransformerDecoder"; }
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {});
+
+  int64_t num_layers;
+  std::shared_ptr<ModuleList> layers;
+  std::shared_ptr<LayerNorm> norm;  // may be null
+};
+
+/// The options of nn.Transformer, with PyTorch's defaults.
+struct TransformerOptions {
+  int64_t d_model = 512;
+  int64_t nhead = 8;
+  int64_t num_encoder_layers = 6;
+  int64_t num_decoder_layers = 6;
+  int64_t dim_feedforward = 2048;
+  double dropout = 0.1;
+  std::string activation = "relu";  // or "gelu"
+  double layer_norm_eps = 1e-5;
+  bool batch_first = false;
+  bool norm_first = false;
+  bool bias = true;
+};
+
+/// The optional arguments of Transformer::forward: the encoder's (src_*), the decoder's, and
+/// memory_* for the decoder's attention to the encoder's output.
+struct TransformerArgs {
+  Tensor src_mask = Tensor();
+  Tensor tgt_mask = Tensor();
+  Tensor memory_mask = Tensor();
+  Tensor src_key_padding_mask = Tensor();
+  Tensor tgt_key_padding_mask = Tensor();
+  Tensor memory_key_padding_mask = Tensor();
+  bool src_is_causal = false;
+  bool tgt_is_causal = false;
+  bool memory_is_causal = false;
+};
+
+/// nn.Transformer: a TransformerEncoder and a TransformerDecoder, each with a final LayerNorm
+/// (submodules encoder, decoder). As in PyTorch, every parameter with more than one dimension is
+/// redrawn with xavier_uniform_ after construction.
+class Transformer : public Module {
+ public:
+  explicit Transformer(TransformerOptions options = {});
+  std::string name() const override { return "Transformer"; }
+  /// src [S, N, E] and tgt [T, N, E] ([N, S, E], [N, T, E] with batch_first; unbatched [S, E],
+  /// [T, E]) → [T, N, E].
+  Tensor forward(const Tensor& src, const Tensor& tgt, const TransformerArgs& args = {});
+  /// generate_square_subsequent_mask, as the static method nn.Transformer offers it.
+  static Tensor generate_square_subsequent_mask(int64_t size, const TensorOptions& options = {}) {
+    return nn::generate_square_subsequent_mask(size, options);
+  }
+
+  TransformerOptions options;
+  std::shared_ptr<TransformerEncoder> encoder;
+  std::shared_ptr<TransformerDecoder> decoder;
 };
 
 }  // namespace ember::nn
