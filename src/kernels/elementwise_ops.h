@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "ember/half.h"
+#include "kernels/gelu_float.h"
 #include "kernels/kmath.h"
 
 namespace ember::kernels {
@@ -311,10 +312,15 @@ struct Erf {
 /// Exact GELU: x/2 * (1 + erf(x / sqrt(2))), PyTorch's formula, written with 1 + erf(z) =
 /// erfc(-z): in the negative tail 1 + erf(z) cancels to a few significant bits (float32 results
 /// off by 1e-4 relative at x = -3.6, by 100% near -5.5 in PyTorch), while erfc keeps full precision.
+/// Float on the host has its own formula, kmath::gelu_float (kernels/gelu_float.h): the C
+/// library's vector erfcf made this op twice as slow as PyTorch's.
 struct Gelu {
   static constexpr Domain domain = Domain::Floating;
   template <typename C>
   EMBER_HD C operator()(C x) const {
+#if !defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<C, float>) return kmath::gelu_float(x);
+#endif
     const C kSqrtHalf = C(0.70710678118654752440);
     return x * C(0.5) * kmath::erfc(-x * kSqrtHalf);
   }
@@ -464,10 +470,15 @@ struct TanhBackward {
 };
 
 /// grad * (cdf(x) + x pdf(x)), the exact GELU's derivative; the cdf through erfc, as Gelu's.
+/// Float on the host: kmath::gelu_backward_float, which also keeps the derivative's relative
+/// precision near its root (x = -0.75), where cdf + x pdf cancels.
 struct GeluBackward {
   static constexpr Domain domain = Domain::Floating;
   template <typename C>
   EMBER_HD C operator()(C grad, C x) const {
+#if !defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<C, float>) return kmath::gelu_backward_float(grad, x);
+#endif
     const C kSqrtHalf = C(0.70710678118654752440);
     const C kInvSqrt2Pi = C(0.39894228040143267794);  // 1 / sqrt(2 pi)
     const C cdf = C(0.5) * kmath::erfc(-x * kSqrtHalf);
