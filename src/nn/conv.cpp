@@ -14,6 +14,7 @@
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
 #include "ember/nn/init.h"
+#include "nn/conv_init.h"
 
 namespace ember::nn {
 
@@ -296,16 +297,7 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2d kernel_size, Si
   reset_parameters();
 }
 
-void Conv2d::reset_parameters() {
-  init::kaiming_uniform_(weight, std::sqrt(5.0));
-  if (bias.defined()) {
-    const int64_t fan_in = init::calculate_fan_in_and_fan_out(weight).first;
-    if (fan_in != 0) {
-      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-      init::uniform_(bias, -bound, bound);
-    }
-  }
-}
+void Conv2d::reset_parameters() { detail::reset_conv_parameters(weight, bias); }
 
 Tensor Conv2d::forward(const Tensor& input) {
   if (!padding_string.empty()) {

@@ -30,12 +30,8 @@ const io::SafetensorsData& golden() {
   return data;
 }
 
-struct Case {
-  std::string prefix, kind;
-  std::map<std::string, std::string> options;
-  std::vector<std::string> keys, flags;
-  int64_t num(const std::string& key) const { return std::stoll(options.at(key)); }
-  bool flag(const std::string& key) const { return num(key) != 0; }
+struct Case : ember_test::GoldenCase {
+  std::vector<std::string> flags;  // the is_causal arguments set
   bool has_flag(const std::string& name) const {
     for (const std::string& f : flags) {
       if (f == name) return true;
@@ -54,20 +50,10 @@ struct Case {
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
-  const int count = std::stoi(golden().metadata.at("count"));
-  for (int i = 0; i < count; ++i) {
-    Case c;
-    const std::string name = "case" + std::to_string(i);
-    c.prefix = name + ".";
-    std::vector<std::string> fields = split_commas(golden().metadata.at(name));
-    c.kind = fields.at(0);
-    for (size_t f = 1; f < fields.size(); ++f) {
-      const size_t eq = fields[f].find('=');
-      c.options[fields[f].substr(0, eq)] = fields[f].substr(eq + 1);
-    }
-    c.keys = split_commas(golden().metadata.at(name + ".keys"));
-    c.flags = split_commas(golden().metadata.at(name + ".flags"));
-    out.push_back(c);
+  for (ember_test::GoldenCase& g : ember_test::golden_cases(golden().metadata)) {
+    Case c{std::move(g), {}};
+    c.flags = split_commas(golden().metadata.at(c.prefix + "flags"));
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -138,8 +124,7 @@ void check_goldens(Dtype dtype, double rtol, double atol) {
   const std::vector<Case> cases = all_cases();
   ASSERT_EQ(cases.size(), 6u);
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.prefix + golden().metadata.at(c.prefix.substr(0, c.prefix.size() - 1)) + " in " +
-                 std::string(dtype_name(dtype)));
+    SCOPED_TRACE(c.description + " in " + std::string(dtype_name(dtype)));
     std::shared_ptr<nn::Module> m = build(c);
     EXPECT_EQ(m->state_dict().keys(), c.keys);
     m->to(dtype);

@@ -1,6 +1,7 @@
 #pragma once
-/// 2-D convolution: ember::nn::functional::conv2d (torch.nn.functional.conv2d) and the
-/// ember::nn::Conv2d layer (torch.nn.Conv2d), with PyTorch's semantics, messages and initialisation.
+/// 1-D and 2-D convolution: ember::nn::functional::conv1d and conv2d (torch.nn.functional's) and
+/// the layers ember::nn::Conv1d and Conv2d (torch.nn's), with PyTorch's semantics, messages and
+/// initialisation.
 #include <concepts>
 #include <cstdint>
 #include <initializer_list>
@@ -40,7 +41,60 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   return detail::conv2d_padding_string(input, weight, bias, stride, std::string_view(padding), dilation, groups);
 }
 
+namespace detail {
+Tensor conv1d_padding_string(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride,
+                             std::string_view padding, int64_t dilation, int64_t groups);
+}  // namespace detail
+
+/// Cross-correlation of input [N, C, L] (or unbatched [C, L]) with weight
+/// [out_channels, C / groups, k], plus bias [out_channels] when defined: conv2d over a height of
+/// one, so it runs on the same kernels (oneDNN, cuDNN). Its grad_fn is the squeeze of that unit
+/// height (SqueezeBackward1), whose input is conv2d's ConvolutionBackward0; PyTorch's is
+/// ConvolutionBackward0 itself. The gradients are the same.
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+              int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+
+/// conv1d with padding "valid" or "same" (stride 1; an odd total padding puts the extra element
+/// at the end, as in PyTorch).
+template <PaddingString String>
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride, const String& padding,
+              int64_t dilation = 1, int64_t groups = 1) {
+  return detail::conv1d_padding_string(input, weight, bias, stride, std::string_view(padding), dilation, groups);
+}
+
 }  // namespace functional
+
+/// Conv1d's padding: a number, or the string "valid" or "same".
+class Conv1dPadding {
+ public:
+  Conv1dPadding(int64_t size) : size_(size) {}  // NOLINT(google-explicit-constructor)
+  template <functional::PaddingString String>
+  Conv1dPadding(const String& mode) : mode_(std::string_view(mode)) {}  // NOLINT(google-explicit-constructor)
+  int64_t size() const { return size_; }
+  const std::string& mode() const { return mode_; }
+
+ private:
+  int64_t size_ = 0;
+  std::string mode_;
+};
+
+/// torch.nn.Conv1d: weight [out_channels, in_channels / groups, kernel_size] and bias
+/// [out_channels], initialised as Conv2d's (kaiming_uniform_(a = √5), then uniform(±1/√fan_in)).
+///   nn::Conv1d(16, 32, 5, 1, "same");            // kernel 5, output as long as the input
+class Conv1d : public Module {
+ public:
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
+         Conv1dPadding padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true);
+  std::string name() const override { return "Conv1d"; }
+  Tensor forward(const Tensor& input) override;
+  /// Redraws weight then bias from the global generator, as PyTorch's reset_parameters().
+  void reset_parameters();
+
+  int64_t in_channels, out_channels, kernel_size, stride, padding, dilation;
+  std::string padding_string;  // "valid" or "same" when padding was given as a string, else empty
+  int64_t groups;
+  Tensor weight, bias;  // bias is undefined when built without one
+};
 
 /// A [height, width] pair written as one number for both (3) or as a braced list ({3} or {3, 5}).
 class Size2d {

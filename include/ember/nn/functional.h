@@ -35,6 +35,11 @@ Tensor embedding(const Tensor& indices, const Tensor& weight);
 /// applies weight and bias when defined.
 Tensor layer_norm(const Tensor& input, IntList normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
+/// torch.nn.functional.group_norm: input [N, C, *] normalised over each group of C / num_groups
+/// channels (and all of *), with biased variance, then scaled by weight [C] and shifted by bias
+/// [C] per channel when they are defined.
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
 
 /// input: [N, C, ...] (or [C]) log-probabilities; target: int64 class indices [N, ...] (or []).
 /// As torch.nn.functional.nll_loss: each position's loss is -weight[t] * input[n, t, ...]

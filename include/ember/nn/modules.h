@@ -114,6 +114,18 @@ class LayerNorm : public Module {
   Tensor weight, bias;  // undefined without elementwise_affine (bias also when bias = false)
 };
 
+/// torch.nn.GroupNorm: normalises input [N, C, *] over groups of C / num_groups channels; with
+/// affine, weight [C] (ones) and bias [C] (zeros) scale and shift each channel.
+class GroupNorm : public Module {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  std::string name() const override { return "GroupNorm"; }
+  Tensor forward(const Tensor& input) override;
+  int64_t num_groups, num_channels;
+  double eps;
+  Tensor weight, bias;  // undefined without affine
+};
+
 /// Runs its children in order; they are named "0", "1", ... as in PyTorch.
 class Sequential : public Module {
  public:

@@ -171,6 +171,7 @@ class TransformerDecoderLayer : public Module {
  public:
   TransformerDecoderLayer(int64_t d_model, int64_t nhead, TransformerDecoderLayerOptions options = {});
   std::string name() const override { return "TransformerDecoderLayer"; }
+  using Module::forward;  // one input alone is not enough: Module's forward, which throws
   /// tgt [T, N, E], memory [S, N, E] ([N, T, E] and [N, S, E] with batch_first; [T, E] and [S, E]
   /// unbatched).
   Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {});
@@ -190,6 +191,7 @@ class TransformerDecoder : public Module {
   TransformerDecoder(const TransformerDecoderLayer& decoder_layer, int64_t num_layers,
                      std::shared_ptr<LayerNorm> norm = nullptr);
   std::string name() const override { return "TransformerDecoder"; }
+  using Module::forward;  // one input alone is not enough: Module's forward, which throws
   Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {});
 
   int64_t num_layers;
@@ -233,6 +235,7 @@ class Transformer : public Module {
  public:
   explicit Transformer(TransformerOptions options = {});
   std::string name() const override { return "Transformer"; }
+  using Module::forward;  // one input alone is not enough: Module's forward, which throws
   /// src [S, N, E] and tgt [T, N, E] ([N, S, E], [N, T, E] with batch_first; unbatched [S, E],
   /// [T, E]) → [T, N, E].
   Tensor forward(const Tensor& src, const Tensor& tgt, const TransformerArgs& args = {});
