@@ -5,23 +5,12 @@ backward of the output's sum, and the packed LSTM, on the CPU, median of several
 Run: OMP_NUM_THREADS=1 python3 bench/rnn_pytorch.py   (and with 2)
 """
 import os
-import statistics
-import time
 
 import torch
 
+from pytorch_timing import timed
+
 FEATURES, HIDDEN, BATCH, LAYERS = 200, 200, 20, 2
-
-
-def timed(fn, rounds=7, inner=5):
-    fn()
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples) * 1e3
 
 
 def main():

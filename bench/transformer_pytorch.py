@@ -6,23 +6,12 @@ its fused inference path), on the CPU, median of several timed rounds after a wa
 Run: OMP_NUM_THREADS=1 python3 bench/transformer_pytorch.py   (and with 2)
 """
 import os
-import statistics
-import time
 
 import torch
 
+from pytorch_timing import timed
+
 MODEL, HEADS, FF, BATCH, TOKENS = 256, 8, 1024, 16, 64
-
-
-def timed(fn, rounds=7, inner=5):
-    fn()
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples) * 1e3
 
 
 def main():

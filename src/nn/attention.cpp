@@ -81,7 +81,7 @@ Tensor additive_mask(const Tensor& mask, const Tensor& like, const char* name) {
   return masked_fill(zeros(mask.sizes(), TensorOptions(like.dtype()).device(like.device())), mask, kNegInf);
 }
 
-/// `t` [S, N, E] with one more step along dim 0 (or, for masks, one more column).
+/// A mask with one more column of zeros (the key that bias_kv or add_zero_attn appends).
 Tensor pad_last(const Tensor& t) {
   std::vector<int64_t> sizes = t.sizes().vec();
   sizes.back() = 1;

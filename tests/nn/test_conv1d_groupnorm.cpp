@@ -120,17 +120,7 @@ TEST(Conv1dGroupNormGolden, FunctionsFloat32) { check_goldens(kFloat32, 1e-5, fa
 // ---------------------------------------------------------------- the layers
 
 /// Every parameter of `m` equals the golden "<prefix><name>" (uniform draws: bit for bit).
-void expect_init(const nn::Module& m, const std::string& prefix) {
-  const auto params = m.named_parameters();
-  size_t stored = 0;
-  for (const std::string& name : golden().names()) stored += name.starts_with(prefix) ? 1 : 0;
-  EXPECT_EQ(params.size(), stored) << prefix;
-  for (const auto& [name, p] : params) {
-    ASSERT_TRUE(golden().contains(prefix + name)) << prefix + name;
-    EXPECT_EQ(p.dtype(), kFloat32) << prefix + name;
-    EXPECT_TRUE(equal(p.detach(), golden().at(prefix + name))) << prefix + name;
-  }
-}
+void expect_init(const nn::Module& m, const std::string& prefix) { ember_test::expect_parameters(m, golden(), prefix); }
 
 TEST(Conv1dLayer, InitialParametersForASeedArePyTorchs) {
   manual_seed(0);

@@ -26,7 +26,7 @@ using namespace ember;
 namespace nn = ember::nn;
 namespace R = ember::nn::utils::rnn;
 using ember_test::error_of;
-using ember_test::split_commas;
+using ember_test::expect_close;
 
 const io::SafetensorsData& golden() {
   static const io::SafetensorsData data =
@@ -41,53 +41,29 @@ std::vector<int64_t> values(const Tensor& t) {
   return out;
 }
 
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  ASSERT_TRUE(got.defined()) << what << " is undefined";
-  ASSERT_EQ(got.sizes().vec(), want.sizes().vec()) << what;
-  EXPECT_TRUE(allclose(got.to(kFloat64), want.to(kFloat64), rtol, atol)) << what << "\ngot\n"
-                                                                         << got << "\nwant\n"
-                                                                         << want;
-}
-
 // ---------------------------------------------------------------- the layers against PyTorch
 
-struct Case {
-  std::string prefix, mode;
-  std::map<std::string, int64_t> options;
-  std::vector<std::string> keys;
+struct Case : ember_test::GoldenCase {
   bool has(const std::string& name) const { return golden().contains(prefix + name); }
   Tensor at(const std::string& name) const { return golden().at(prefix + name); }
 };
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
-  const int count = std::stoi(golden().metadata.at("count"));
-  for (int i = 0; i < count; ++i) {
-    Case c;
-    const std::string name = "case" + std::to_string(i);
-    c.prefix = name + ".";
-    std::vector<std::string> fields = split_commas(golden().metadata.at(name));
-    c.mode = fields.at(0);
-    for (size_t f = 1; f < fields.size(); ++f) {
-      const size_t eq = fields[f].find('=');
-      c.options[fields[f].substr(0, eq)] = std::stoll(fields[f].substr(eq + 1));
-    }
-    c.keys = split_commas(golden().metadata.at(name + ".keys"));
-    out.push_back(c);
-  }
+  for (ember_test::GoldenCase& c : ember_test::golden_cases(golden().metadata)) out.push_back(Case{std::move(c)});
   return out;
 }
 
 std::shared_ptr<nn::RNNBase> build(const Case& c, Dtype dtype) {
   const int64_t input = std::stoll(golden().metadata.at("input"));
-  nn::RNNOptions o{.num_layers = c.options.at("layers"),
-                   .batch_first = c.options.at("batch_first") != 0,
-                   .bidirectional = c.options.at("bidirectional") != 0,
-                   .proj_size = c.options.at("proj")};
+  nn::RNNOptions o{.num_layers = c.num("layers"),
+                   .batch_first = c.flag("batch_first"),
+                   .bidirectional = c.flag("bidirectional"),
+                   .proj_size = c.num("proj")};
   std::shared_ptr<nn::RNNBase> m;
-  if (c.mode == "RNN") m = std::make_shared<nn::RNN>(input, c.options.at("hidden"), o);
-  if (c.mode == "LSTM") m = std::make_shared<nn::LSTM>(input, c.options.at("hidden"), o);
-  if (c.mode == "GRU") m = std::make_shared<nn::GRU>(input, c.options.at("hidden"), o);
+  if (c.kind == "RNN") m = std::make_shared<nn::RNN>(input, c.num("hidden"), o);
+  if (c.kind == "LSTM") m = std::make_shared<nn::LSTM>(input, c.num("hidden"), o);
+  if (c.kind == "GRU") m = std::make_shared<nn::GRU>(input, c.num("hidden"), o);
   m->to(dtype);
   nn::StateDict state;
   for (const std::string& key : c.keys) state.insert(key, c.at("p." + key).to(dtype));
@@ -116,14 +92,13 @@ void check_goldens(Dtype dtype, double rtol, double atol) {
   const std::vector<Case> cases = all_cases();
   ASSERT_EQ(cases.size(), 8u);
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.prefix + " " + golden().metadata.at(c.prefix.substr(0, c.prefix.size() - 1)) + " in " +
-                 std::string(dtype_name(dtype)));
+    SCOPED_TRACE(c.description + " in " + std::string(dtype_name(dtype)));
     std::shared_ptr<nn::RNNBase> m = build(c, dtype);
-    const bool batch_first = c.options.at("batch_first") != 0;
+    const bool batch_first = c.flag("batch_first");
     Tensor x = leaf(c.at("x"), dtype);
     Tensor h0 = c.has("h0") ? leaf(c.at("h0"), dtype) : Tensor();
     Tensor c0 = c.has("c0") ? leaf(c.at("c0"), dtype) : Tensor();
-    R::PackedSequence packed = R::pack_padded_sequence(x, c.at("lengths"), batch_first, c.options.at("sorted") != 0);
+    R::PackedSequence packed = R::pack_padded_sequence(x, c.at("lengths"), batch_first, c.flag("sorted"));
     PackedOut out = run(*m, packed, h0, c0);
 
     EXPECT_EQ(values(out.output.batch_sizes), values(c.at("batch_sizes")));

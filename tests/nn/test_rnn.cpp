@@ -24,7 +24,7 @@ namespace {
 using namespace ember;
 namespace nn = ember::nn;
 using ember_test::error_of;
-using ember_test::split_commas;
+using ember_test::expect_close;
 using Shape = std::vector<int64_t>;
 
 const io::SafetensorsData& golden() {
@@ -33,37 +33,17 @@ const io::SafetensorsData& golden() {
   return data;
 }
 
-/// One golden case, parsed from "MODE,key=value,...".
-struct Case {
-  std::string prefix, mode;
-  std::map<std::string, std::string> options;
-  std::vector<std::string> keys;  // the state_dict keys in PyTorch's order
-
-  int64_t num(const std::string& key) const { return std::stoll(options.at(key)); }
-  bool flag(const std::string& key) const { return num(key) != 0; }
-  bool is_cell() const { return mode.ends_with("Cell"); }
-  bool is_lstm() const { return mode.starts_with("LSTM"); }
+/// One golden case, "MODE,key=value,..." (the kind is the mode).
+struct Case : ember_test::GoldenCase {
+  bool is_cell() const { return kind.ends_with("Cell"); }
+  bool is_lstm() const { return kind.starts_with("LSTM"); }
   bool has(const std::string& name) const { return golden().contains(prefix + name); }
   Tensor at(const std::string& name) const { return golden().at(prefix + name); }
-  std::string label() const { return prefix + " " + golden().metadata.at(prefix.substr(0, prefix.size() - 1)); }
 };
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
-  const int count = std::stoi(golden().metadata.at("count"));
-  for (int i = 0; i < count; ++i) {
-    Case c;
-    const std::string name = "case" + std::to_string(i);
-    c.prefix = name + ".";
-    std::vector<std::string> fields = split_commas(golden().metadata.at(name));
-    c.mode = fields.at(0);
-    for (size_t f = 1; f < fields.size(); ++f) {
-      const size_t eq = fields[f].find('=');
-      c.options[fields[f].substr(0, eq)] = fields[f].substr(eq + 1);
-    }
-    c.keys = split_commas(golden().metadata.at(name + ".keys"));
-    out.push_back(c);
-  }
+  for (ember_test::GoldenCase& c : ember_test::golden_cases(golden().metadata)) out.push_back(Case{std::move(c)});
   return out;
 }
 
@@ -81,13 +61,13 @@ nn::RNNOptions options_of(const Case& c) {
 std::shared_ptr<nn::Module> build(const Case& c) {
   const int64_t in = c.num("input"), hidden = c.num("hidden");
   const bool bias = c.flag("bias");
-  if (c.mode == "RNN") return std::make_shared<nn::RNN>(in, hidden, options_of(c));
-  if (c.mode == "LSTM") return std::make_shared<nn::LSTM>(in, hidden, options_of(c));
-  if (c.mode == "GRU") return std::make_shared<nn::GRU>(in, hidden, options_of(c));
-  if (c.mode == "RNNCell") return std::make_shared<nn::RNNCell>(in, hidden, bias, c.options.at("nonlinearity"));
-  if (c.mode == "LSTMCell") return std::make_shared<nn::LSTMCell>(in, hidden, bias);
-  if (c.mode == "GRUCell") return std::make_shared<nn::GRUCell>(in, hidden, bias);
-  ADD_FAILURE() << "unknown mode " << c.mode;
+  if (c.kind == "RNN") return std::make_shared<nn::RNN>(in, hidden, options_of(c));
+  if (c.kind == "LSTM") return std::make_shared<nn::LSTM>(in, hidden, options_of(c));
+  if (c.kind == "GRU") return std::make_shared<nn::GRU>(in, hidden, options_of(c));
+  if (c.kind == "RNNCell") return std::make_shared<nn::RNNCell>(in, hidden, bias, c.options.at("nonlinearity"));
+  if (c.kind == "LSTMCell") return std::make_shared<nn::LSTMCell>(in, hidden, bias);
+  if (c.kind == "GRUCell") return std::make_shared<nn::GRUCell>(in, hidden, bias);
+  ADD_FAILURE() << "unknown mode " << c.kind;
   return nullptr;
 }
 
@@ -98,20 +78,20 @@ struct Outputs {
 };
 
 Outputs run(const Case& c, nn::Module& m, const Tensor& x, const Tensor& h0, const Tensor& c0) {
-  if (c.mode == "LSTM") {
+  if (c.kind == "LSTM") {
     nn::LSTMOutput r = dynamic_cast<nn::LSTM&>(m).forward(x, h0, c0);
     return {r.output, r.h_n, r.c_n};
   }
-  if (c.mode == "RNN" || c.mode == "GRU") {
+  if (c.kind == "RNN" || c.kind == "GRU") {
     nn::RNNOutput r =
-        c.mode == "RNN" ? dynamic_cast<nn::RNN&>(m).forward(x, h0) : dynamic_cast<nn::GRU&>(m).forward(x, h0);
+        c.kind == "RNN" ? dynamic_cast<nn::RNN&>(m).forward(x, h0) : dynamic_cast<nn::GRU&>(m).forward(x, h0);
     return {r.output, r.h_n, Tensor()};
   }
-  if (c.mode == "LSTMCell") {
+  if (c.kind == "LSTMCell") {
     auto [h, cell] = dynamic_cast<nn::LSTMCell&>(m).forward(x, h0, c0);
     return {h, Tensor(), cell};
   }
-  if (c.mode == "RNNCell") return {dynamic_cast<nn::RNNCell&>(m).forward(x, h0), Tensor(), Tensor()};
+  if (c.kind == "RNNCell") return {dynamic_cast<nn::RNNCell&>(m).forward(x, h0), Tensor(), Tensor()};
   return {dynamic_cast<nn::GRUCell&>(m).forward(x, h0), Tensor(), Tensor()};
 }
 
@@ -128,21 +108,15 @@ std::shared_ptr<nn::Module> loaded(const Case& c, Dtype dtype) {
   return m;
 }
 
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  ASSERT_TRUE(got.defined()) << what << " is undefined";
-  ASSERT_EQ(got.sizes().vec(), want.sizes().vec()) << what;
-  EXPECT_TRUE(allclose(got.to(kFloat64), want, rtol, atol)) << what << "\ngot\n" << got << "\nwant\n" << want;
-}
-
 /// Every golden case in `dtype`: the outputs, then the gradients of
 /// sum(y * gy) + sum(h_n * gh) + sum(c_n * gc) for the input, the initial states and every parameter.
 void check_goldens(Dtype dtype, double rtol, double atol) {
   const std::vector<Case> cases = all_cases();
   std::set<std::string> modes;
-  for (const Case& c : cases) modes.insert(c.mode);
+  for (const Case& c : cases) modes.insert(c.kind);
   ASSERT_EQ(modes, (std::set<std::string>{"RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"}));
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.label() + " in " + std::string(dtype_name(dtype)));
+    SCOPED_TRACE(c.description + " in " + std::string(dtype_name(dtype)));
     std::shared_ptr<nn::Module> m = loaded(c, dtype);
     Tensor x = leaf(c.at("x"), dtype);
     Tensor h0 = c.has("h0") ? leaf(c.at("h0"), dtype) : Tensor();
@@ -180,7 +154,7 @@ TEST(Rnn, GoldensFloat32) { check_goldens(kFloat32, 1e-4, 1e-4); }
 
 TEST(Rnn, StateDictKeysInPyTorchsOrder) {
   for (const Case& c : all_cases()) {
-    SCOPED_TRACE(c.label());
+    SCOPED_TRACE(c.description);
     std::shared_ptr<nn::Module> m = build(c);
     EXPECT_EQ(m->state_dict().keys(), c.keys);
     std::vector<std::string> names;
@@ -217,17 +191,7 @@ TEST(Rnn, LayerParametersAreTheRegisteredOnesInOrder) {
 
 // ---------------------------------------------------------------- initialisation
 
-/// Every parameter of `m` equals the golden "<prefix><name>", and there are as many of each.
-void expect_init(const nn::Module& m, const std::string& prefix) {
-  const auto params = m.named_parameters();
-  size_t stored = 0;
-  for (const std::string& name : golden().names()) stored += name.starts_with(prefix) ? 1 : 0;
-  EXPECT_EQ(params.size(), stored) << prefix;
-  for (const auto& [name, p] : params) {
-    ASSERT_TRUE(golden().contains(prefix + name)) << prefix + name;
-    EXPECT_TRUE(equal(p.detach(), golden().at(prefix + name))) << prefix + name << "\n" << p;
-  }
-}
+void expect_init(const nn::Module& m, const std::string& prefix) { ember_test::expect_parameters(m, golden(), prefix); }
 
 TEST(Rnn, InitialisationMatchesTorch) {
   // One after the other from one seed: the LSTM must draw exactly as many numbers as torch's.

@@ -26,7 +26,7 @@ using namespace ember;
 namespace nn = ember::nn;
 namespace F = ember::nn::functional;
 using ember_test::error_of;
-using ember_test::split_commas;
+using ember_test::expect_close;
 using Shape = std::vector<int64_t>;
 
 const io::SafetensorsData& golden() {
@@ -35,35 +35,17 @@ const io::SafetensorsData& golden() {
   return data;
 }
 
-/// One golden case, parsed from "KIND,key=value,...".
-struct Case {
-  std::string prefix;  // "mha3."
-  std::map<std::string, std::string> options;
-  std::vector<std::string> keys;  // the state_dict keys in PyTorch's order (modules only)
-
-  int64_t num(const std::string& key) const { return std::stoll(options.at(key)); }
-  bool flag(const std::string& key) const { return num(key) != 0; }
+/// One golden case, "KIND,key=value,..."; its prefix is "mha3." and the like.
+struct Case : ember_test::GoldenCase {
   bool has(const std::string& name) const { return golden().contains(prefix + name); }
   Tensor at(const std::string& name) const { return golden().at(prefix + name); }
-  std::string label() const { return prefix + " " + golden().metadata.at(prefix.substr(0, prefix.size() - 1)); }
 };
 
-/// The cases of one kind: "sdpa", "mha" or "enc".
-std::vector<Case> cases_of(const std::string& kind) {
+/// The cases of one series: "sdpa", "mha" or "enc".
+std::vector<Case> cases_of(const std::string& series) {
   std::vector<Case> out;
-  const int count = std::stoi(golden().metadata.at("count." + kind));
-  for (int i = 0; i < count; ++i) {
-    Case c;
-    const std::string name = kind + std::to_string(i);
-    c.prefix = name + ".";
-    std::vector<std::string> fields = split_commas(golden().metadata.at(name));
-    for (size_t f = 1; f < fields.size(); ++f) {
-      const size_t eq = fields[f].find('=');
-      c.options[fields[f].substr(0, eq)] = fields[f].substr(eq + 1);
-    }
-    if (golden().metadata.contains(name + ".keys")) c.keys = split_commas(golden().metadata.at(name + ".keys"));
-    out.push_back(c);
-  }
+  for (ember_test::GoldenCase& c : ember_test::golden_cases(golden().metadata, series))
+    out.push_back(Case{std::move(c)});
   return out;
 }
 
@@ -81,14 +63,6 @@ Tensor mask_of(const Case& c, const std::string& name, Dtype dtype) {
 
 /// Whether every element of a bool tensor is true.
 bool all_of(const Tensor& flags) { return flags.to(kInt64).sum().item<int64_t>() == flags.numel(); }
-
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  ASSERT_TRUE(got.defined()) << what << " is undefined";
-  ASSERT_EQ(got.sizes().vec(), want.sizes().vec()) << what;
-  EXPECT_TRUE(allclose(got.to(kFloat64), want.to(kFloat64), rtol, atol)) << what << "\ngot\n"
-                                                                         << got << "\nwant\n"
-                                                                         << want;
-}
 
 /// The gradients of the case's float masks, where PyTorch computed them.
 void expect_mask_grads(const Case& c, const std::vector<std::pair<std::string, Tensor>>& masks, double rtol,
@@ -120,7 +94,7 @@ void check_sdpa(Dtype dtype, double rtol, double atol) {
   const std::vector<Case> cases = cases_of("sdpa");
   ASSERT_EQ(cases.size(), 12u);
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.label() + " in " + std::string(dtype_name(dtype)));
+    SCOPED_TRACE(c.description + " in " + std::string(dtype_name(dtype)));
     Tensor q = leaf(c.at("q"), dtype), k = leaf(c.at("k"), dtype), v = leaf(c.at("v"), dtype);
     Tensor mask = mask_of(c, "mask", dtype);
     const std::string scale_text = c.options.at("scale");
@@ -190,7 +164,7 @@ void check_mha(Dtype dtype, double rtol, double atol) {
   const std::vector<Case> cases = cases_of("mha");
   ASSERT_EQ(cases.size(), 12u);
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.label() + " in " + std::string(dtype_name(dtype)));
+    SCOPED_TRACE(c.description + " in " + std::string(dtype_name(dtype)));
     std::shared_ptr<nn::MultiheadAttention> m = build_mha(c);
     load_golden_state(*m, c, dtype);
     Tensor q = leaf(c.at("q"), dtype);
@@ -228,7 +202,7 @@ TEST(MultiheadAttention, GoldensFloat32) { check_mha(kFloat32, 1e-4, 1e-5); }
 
 TEST(MultiheadAttention, StateDictKeysInPyTorchsOrder) {
   for (const Case& c : cases_of("mha")) {
-    SCOPED_TRACE(c.label());
+    SCOPED_TRACE(c.description);
     std::shared_ptr<nn::MultiheadAttention> m = build_mha(c);
     EXPECT_EQ(m->state_dict().keys(), c.keys);
     for (const auto& [name, p] : m->named_parameters()) {
@@ -323,7 +297,7 @@ void check_enc(Dtype dtype, double rtol, double atol) {
   const std::vector<Case> cases = cases_of("enc");
   ASSERT_EQ(cases.size(), 7u);
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.label() + " in " + std::string(dtype_name(dtype)));
+    SCOPED_TRACE(c.description + " in " + std::string(dtype_name(dtype)));
     EncoderUnderTest e = build_enc(c);
     load_golden_state(e.module(), c, dtype);
     Tensor x = leaf(c.at("x"), dtype);
@@ -345,7 +319,7 @@ TEST(TransformerEncoder, GoldensFloat32) { check_enc(kFloat32, 1e-4, 5e-5); }
 
 TEST(TransformerEncoder, StateDictKeysInPyTorchsOrder) {
   for (const Case& c : cases_of("enc")) {
-    SCOPED_TRACE(c.label());
+    SCOPED_TRACE(c.description);
     EncoderUnderTest e = build_enc(c);
     EXPECT_EQ(e.module().state_dict().keys(), c.keys);
     for (const auto& [name, p] : e.module().named_parameters())
@@ -412,21 +386,11 @@ TEST(TransformerEncoder, BatchFirstAndUnbatchedShapes) {
 
 /// Every parameter of `m` equals the golden "<prefix><name>", and there are as many of each.
 void expect_init(const nn::Module& m, const std::string& prefix) {
-  const auto params = m.named_parameters();
-  size_t stored = 0;
-  for (const std::string& name : golden().names()) stored += name.starts_with(prefix) ? 1 : 0;
-  EXPECT_EQ(params.size(), stored) << prefix;
-  for (const auto& [name, p] : params) {
-    ASSERT_TRUE(golden().contains(prefix + name)) << prefix + name;
-    // bias_k and bias_v come from normal_, whose float32 values for 16 or more elements differ
-    // from PyTorch's in the last bit for about one in six (PyTorch's Box-Muller uses other
-    // log/sin/cos implementations; README, limits); everything uniform is bit for bit.
-    const bool normal = name == "bias_k" || name == "bias_v";
-    EXPECT_TRUE(normal ? allclose(p.detach(), golden().at(prefix + name), 2.4e-7, 0.0)
-                       : equal(p.detach(), golden().at(prefix + name)))
-        << prefix + name << "\n"
-        << p;
-  }
+  // bias_k and bias_v come from normal_, whose float32 values for 16 or more elements differ
+  // from PyTorch's in the last bit for about one in six (PyTorch's Box-Muller uses other
+  // log/sin/cos implementations; README, limits); everything uniform is bit for bit.
+  ember_test::expect_parameters(m, golden(), prefix,
+                                [](const std::string& name) { return name == "bias_k" || name == "bias_v"; });
 }
 
 TEST(TransformerInit, MatchesTorch) {

@@ -22,6 +22,7 @@ namespace {
 using namespace ember;
 namespace nn = ember::nn;
 using ember_test::error_of;
+using ember_test::expect_close;
 using ember_test::split_commas;
 
 const io::SafetensorsData& golden() {
@@ -114,12 +115,6 @@ Tensor run(const Case& c, nn::Module& m, const Tensor& a, const Tensor& b, Dtype
   return static_cast<nn::TransformerDecoderLayer&>(m).forward(a, b, args);
 }
 
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  ASSERT_TRUE(got.defined()) << what << " is undefined";
-  ASSERT_EQ(got.sizes().vec(), want.sizes().vec()) << what;
-  EXPECT_TRUE(allclose(got.to(kFloat64), want, rtol, atol)) << what << "\ngot\n" << got << "\nwant\n" << want;
-}
-
 void check_goldens(Dtype dtype, double rtol, double atol) {
   const std::vector<Case> cases = all_cases();
   ASSERT_EQ(cases.size(), 6u);
@@ -147,16 +142,7 @@ TEST(TransformerDecoder, GoldensFloat64) { check_goldens(kFloat64, 1e-10, 1e-10)
 TEST(TransformerDecoder, GoldensFloat32) { check_goldens(kFloat32, 1e-4, 5e-5); }
 
 /// Every parameter of `m` equals the golden "<prefix><name>" (all uniform draws: bit for bit).
-void expect_init(const nn::Module& m, const std::string& prefix) {
-  const auto params = m.named_parameters();
-  size_t stored = 0;
-  for (const std::string& name : golden().names()) stored += name.starts_with(prefix) ? 1 : 0;
-  EXPECT_EQ(params.size(), stored) << prefix;
-  for (const auto& [name, p] : params) {
-    ASSERT_TRUE(golden().contains(prefix + name)) << prefix + name;
-    EXPECT_TRUE(equal(p.detach(), golden().at(prefix + name))) << prefix + name;
-  }
-}
+void expect_init(const nn::Module& m, const std::string& prefix) { ember_test::expect_parameters(m, golden(), prefix); }
 
 TEST(TransformerDecoder, InitialParametersForASeedArePyTorchs) {
   manual_seed(11);
