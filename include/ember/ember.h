@@ -1,5 +1,6 @@
 #pragma once
 /// The umbrella header: everything a program needs to use ember.
+#include "ember/amp.h"
 #include "ember/autograd.h"
 #include "ember/cuda.h"
 #include "ember/device.h"

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "core/check.h"
 #include "ember/autograd.h"
@@ -46,6 +47,7 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn, c
   EMBER_CHECK(fn != nullptr, "checkpoint: the function is empty");
   if (!GradMode::is_enabled()) return fn(inputs);  // nothing would be recorded anyway
   const RngStates before = RngStates::take(inputs);
+  const amp::detail::State autocast_state = amp::detail::current_state();  // the second run's too
   Tensor out;
   {
     NoGradGuard no_grad;
@@ -63,7 +65,7 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn, c
     recorded_inputs.push_back(&t);
   }
   record(out, "CheckpointFunctionBackward", recorded_inputs,
-         [fn, saved = std::move(saved), before](const Tensor& grad) {
+         [fn, saved = std::move(saved), before, autocast_state](const Tensor& grad) {
            EMBER_CHECK(!in_grad_call(),
                        "Checkpointing is not compatible with autograd::grad(); call backward() instead, or "
                        "compute the block without checkpoint");
@@ -84,6 +86,7 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn, c
            Tensor again;
            {
              EnableGradGuard enable_grad;
+             amp::detail::StateGuard autocast(autocast_state);
              again = fn(detached);
            }
            now.restore();

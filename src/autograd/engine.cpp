@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -316,6 +317,9 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
   EMBER_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ", grad_outputs.size(),
               " gradients for ", outputs.size(), " outputs");
   AutoGradMode grad_mode(create_graph);  // on exactly when the pass records itself
+  // Each backward op runs in its forward op's dtypes, which its inputs already have; autocast
+  // would cast them again (a float32 sum of a float16 gradient, say).
+  amp::detail::NoAutocastGuard no_autocast;
   // A pass run inside a backward function (a checkpointed block's second run) queues its
   // callbacks onto the pass that contains it: "backward has finished" means the outermost one.
   std::vector<std::function<void()>> final_callbacks;

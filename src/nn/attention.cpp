@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "amp/autocast_policy.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
@@ -93,6 +94,11 @@ Tensor pad_last(const Tensor& t) {
 Tensor functional::scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                                 const Tensor& attn_mask, double dropout_p, bool is_causal,
                                                 std::optional<double> scale, bool enable_gqa) {
+  if (const auto device = amp::detail::autocast_device(query, key, value, attn_mask)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device,
+                                      functional::scaled_dot_product_attention, query, key, value, attn_mask, dropout_p,
+                                      is_causal, scale, enable_gqa);
+  }
   detail::check_defined(query, "scaled_dot_product_attention");
   detail::check_defined(key, "scaled_dot_product_attention");
   detail::check_defined(value, "scaled_dot_product_attention");
@@ -142,8 +148,8 @@ Tensor functional::scaled_dot_product_attention(const Tensor& query, const Tenso
 MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions options)
     : embed_dim(embed_dim), num_heads(num_heads), options(options) {
   EMBER_CHECK(embed_dim > 0 && num_heads > 0,
-              "embed_dim and num_heads must be greater than 0, got embed_dim=", embed_dim,
-              " and num_heads=", num_heads, " instead");
+              "embed_dim and num_heads must be greater than 0, got embed_dim=", embed_dim, " and num_heads=", num_heads,
+              " instead");
   EMBER_CHECK(embed_dim % num_heads == 0, "embed_dim must be divisible by num_heads");
   EMBER_CHECK(options.kdim >= 0 && options.vdim >= 0, "kdim and vdim must not be negative");
   head_dim = embed_dim / num_heads;

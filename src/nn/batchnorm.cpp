@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
@@ -44,6 +45,7 @@ std::vector<int64_t> channel_shape(const Tensor& input) {
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  amp::detail::NoAutocastGuard no_autocast;  // one op in PyTorch, not in autocast's lists
   ember::detail::OpContext context(
       "batch_norm", {{"input", &input}, {"running_mean", &running_mean}, {"weight", &weight}, {"bias", &bias}});
   detail::check_defined(input, "batch_norm");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
@@ -190,6 +191,10 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
 
 /// Unbatched [C, H, W] inputs run as a batch of one, as PyTorch's conv2d does.
 Tensor conv2d_any(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args) {
+  if (const auto device = amp::detail::autocast_device(input, weight, bias)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device, conv2d_any, input, weight, bias,
+                                      args);
+  }
   ember::detail::OpContext context("conv2d", {{"input", &input}, {"weight", &weight}, {"bias", &bias}});
   ember::detail::check_defined(input, "conv2d");
   ember::detail::check_defined(weight, "conv2d");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "amp/autocast_policy.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
@@ -52,6 +53,12 @@ Tensor as_1d(const Tensor& out2d) { return out2d.squeeze(-2); }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
               int64_t dilation, int64_t groups) {
+  if (const auto device = amp::detail::autocast_device(input, weight, bias)) {
+    auto run = [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+      return conv1d(x, w, b, stride, padding, dilation, groups);
+    };
+    return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device, run, input, weight, bias);
+  }
   check_conv1d(input, weight, bias, stride, padding, dilation, groups);
   return as_1d(
       conv2d(input.unsqueeze(-2), weight.unsqueeze(2), bias, {1, stride}, {0, padding}, {1, dilation}, groups));
@@ -61,6 +68,10 @@ namespace detail {
 
 Tensor conv1d_padding_string(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride,
                              std::string_view padding, int64_t dilation, int64_t groups) {
+  if (const auto device = amp::detail::autocast_device(input, weight, bias)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device, conv1d_padding_string, input,
+                                      weight, bias, stride, padding, dilation, groups);
+  }
   EMBER_CHECK(padding == "valid" || padding == "same", "Invalid padding string: '", padding, "'");
   check_conv1d(input, weight, bias, stride, 0, dilation, groups);
   if (padding == "same") EMBER_CHECK(stride == 1, "padding='same' is not supported for strided convolutions");

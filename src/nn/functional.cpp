@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "amp/autocast_policy.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
@@ -167,6 +168,9 @@ Tensor class_weight_view(const Tensor& input, const Tensor& weight) {
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (const auto device = amp::detail::autocast_device(input, weight, bias)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device, linear, input, weight, bias);
+  }
   ember::detail::OpContext context("linear", {{"input", &input}, {"weight", &weight}, {"bias", &bias}});
   detail::check_defined(input, "linear");
   detail::check_defined(weight, "linear");
@@ -219,6 +223,10 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
 }
 
 Tensor layer_norm(const Tensor& input, IntList normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  if (const auto device = amp::detail::autocast_device(input, weight, bias); device && *device != kCPU) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::Float32, *device, layer_norm, input, normalized_shape,
+                                      weight, bias, eps);
+  }
   ember::detail::OpContext context("layer_norm", {{"input", &input}, {"weight", &weight}, {"bias", &bias}});
   detail::check_defined(input, "layer_norm");
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -239,6 +247,10 @@ Tensor layer_norm(const Tensor& input, IntList normalized_shape, const Tensor& w
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction, const Tensor& weight,
                 int64_t ignore_index) {
+  if (const auto device = amp::detail::autocast_device(input, target, weight)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::Float32, *device, nll_loss, input, target, reduction,
+                                      weight, ignore_index);
+  }
   std::optional<ember::detail::OpContext> context;
   enter_loss_context(context, "nll_loss", input, target, weight);
   check_class_targets(input, target, "nll_loss");
@@ -250,6 +262,10 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction, 
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction, double label_smoothing,
                      const Tensor& weight, int64_t ignore_index) {
+  if (const auto device = amp::detail::autocast_device(input, target, weight)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::Float32, *device, cross_entropy, input, target,
+                                      reduction, label_smoothing, weight, ignore_index);
+  }
   std::optional<ember::detail::OpContext> context;
   enter_loss_context(context, "cross_entropy", input, target, weight);
   EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
@@ -308,6 +324,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduct
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (const auto device = amp::detail::autocast_device(input, target)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::Float32, *device, mse_loss, input, target, reduction);
+  }
   ember::detail::OpContext context("mse_loss", {{"input", &input}, {"target", &target}});
   detail::check_defined(input, "mse_loss");
   detail::check_defined(target, "mse_loss");
@@ -317,6 +336,10 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction reduction,
                                         const Tensor& pos_weight) {
+  if (const auto device = amp::detail::autocast_device(input, target, pos_weight)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::Float32, *device, binary_cross_entropy_with_logits,
+                                      input, target, reduction, pos_weight);
+  }
   ember::detail::OpContext context("binary_cross_entropy_with_logits",
                                    {{"input", &input}, {"target", &target}, {"pos_weight", &pos_weight}});
   detail::check_defined(input, "binary_cross_entropy_with_logits");

@@ -3,6 +3,7 @@
 // computed in float32 or float64 as the input is, over each sample's group of channels.
 #include <vector>
 
+#include "amp/autocast_policy.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
@@ -14,6 +15,10 @@ namespace ember::nn {
 
 Tensor functional::group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
                               double eps) {
+  if (const auto device = amp::detail::autocast_device(input, weight, bias); device && *device != kCPU) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::Float32, *device, functional::group_norm, input,
+                                      num_groups, weight, bias, eps);
+  }
   ember::detail::check_defined(input, "group_norm");
   EMBER_CHECK(input.dim() >= 2, "Expected at least 2 dimensions for input tensor but received ", input.dim());
   const int64_t N = input.size(0), C = input.size(1);

@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 
+#include "amp/autocast_policy.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
@@ -242,7 +243,7 @@ void RNNBase::check_hidden(const Tensor& h0, const Tensor& c0, int64_t batch) co
 }
 
 LSTMOutput RNNBase::run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0_arg,
-                              const Tensor& c0_arg) {
+                              const Tensor& c0_arg, const std::vector<std::vector<Tensor>>& weights) {
   const bool lstm = mode == Mode::LSTM;
   const int64_t batch = batch_sizes.empty() ? 0 : batch_sizes[0];
   const int64_t directions = options.bidirectional ? 2 : 1;
@@ -257,7 +258,7 @@ LSTMOutput RNNBase::run_steps(const Tensor& data, const std::vector<int64_t>& ba
     std::vector<Tensor> direction_outputs;
     for (int64_t direction = 0; direction < directions; ++direction) {
       const int64_t index = layer * directions + direction;
-      const std::vector<Tensor>& p = weights_[static_cast<size_t>(index)];
+      const std::vector<Tensor>& p = weights[static_cast<size_t>(index)];
       const Tensor& w_ih = p[0];
       const Tensor& w_hh = p[1];
       const Tensor none;
@@ -296,13 +297,48 @@ void check_input_dtype(const Tensor& input, const Tensor& weight) {
 
 }  // namespace
 
-LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Tensor& c0_arg) {
+std::vector<std::vector<Tensor>> RNNBase::weights_for_autocast(DeviceType device, Dtype dtype) const {
+  std::vector<std::vector<Tensor>> cast = weights_;
+  for (std::vector<Tensor>& direction : cast) {
+    for (Tensor& w : direction) w = amp::detail::cast(w, device, dtype);
+  }
+  return cast;
+}
+
+namespace {
+
+/// Autocast and the recurrent layers. PyTorch runs the LSTM as one lower-precision op on every
+/// device type (oneDNN's on the CPU, cuDNN's on GPUs) and the RNN and GRU as one on GPUs; ember
+/// casts the input, the states and the weights where it does. Elsewhere (the CPU's RNN and GRU,
+/// and its LSTM with proj_size or packed input, which PyTorch composes from ops) ember runs the
+/// layer with autocast off, in its inputs' dtype: PyTorch's output dtype for the GRU and a
+/// packed LSTM, float32 where PyTorch's RNN gives bfloat16 (docs/AMP.md).
+std::optional<DeviceType> one_op_autocast(RNNBase::Mode mode, const Tensor& data, bool packed, bool projected) {
+  const std::optional<DeviceType> device = amp::detail::autocast_device(data);
+  if (!device || *device != kCPU) return device;
+  return mode == RNNBase::Mode::LSTM && !packed && !projected ? device : std::nullopt;
+}
+
+}  // namespace
+
+LSTMOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_given, const Tensor& c0_given) {
   const char* what = mode_name(mode);
-  detail::check_defined(input_arg, what);
+  detail::check_defined(input_given, what);
+  std::vector<std::vector<Tensor>> cast_weights;
+  Tensor input_arg = input_given, h0_arg = h0_given, c0_arg = c0_given;
+  if (const auto device = one_op_autocast(mode, input_given, false, options.proj_size > 0)) {
+    const Dtype dtype = amp::get_autocast_dtype(*device);
+    input_arg = amp::detail::cast(input_given, *device, dtype);
+    h0_arg = amp::detail::cast(h0_given, *device, dtype);
+    c0_arg = amp::detail::cast(c0_given, *device, dtype);
+    cast_weights = weights_for_autocast(*device, dtype);
+  }
+  amp::detail::NoAutocastGuard no_autocast;  // one op: its parts are not cast again
+  const std::vector<std::vector<Tensor>>& weights = cast_weights.empty() ? weights_ : cast_weights;
   const bool lstm = mode == Mode::LSTM;
   EMBER_CHECK(input_arg.dim() == 2 || input_arg.dim() == 3, what, ": Expected input to be 2D or 3D, got ",
               input_arg.dim(), lstm || mode == Mode::GRU ? "D instead" : "D tensor instead");
-  check_input_dtype(input_arg, weights_[0][0]);
+  check_input_dtype(input_arg, weights[0][0]);
   const bool batched = input_arg.dim() == 3;
   const int64_t batch_dim = options.batch_first ? 0 : 1;
   Tensor input = batched ? input_arg : input_arg.unsqueeze(batch_dim);
@@ -331,7 +367,7 @@ LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Ten
   const int64_t steps = input.size(0), batch = input.size(1);
   check_hidden(h0, c0, batch);
   LSTMOutput out = run_steps(input.reshape({steps * batch, input_size}),
-                             std::vector<int64_t>(static_cast<size_t>(steps), batch), h0, c0);
+                             std::vector<int64_t>(static_cast<size_t>(steps), batch), h0, c0, weights);
   const int64_t real_hidden = options.proj_size > 0 ? options.proj_size : hidden_size;
   out.output = out.output.view({steps, batch, (options.bidirectional ? 2 : 1) * real_hidden});
   if (options.batch_first) out.output = out.output.transpose(0, 1);
@@ -343,12 +379,22 @@ LSTMOutput RNNBase::run(const Tensor& input_arg, const Tensor& h0_arg, const Ten
   return out;
 }
 
-PackedLSTMOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Tensor& h0_arg, const Tensor& c0_arg) {
+PackedLSTMOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Tensor& h0_given, const Tensor& c0_given) {
   const char* what = mode_name(mode);
   const std::vector<int64_t> batch_sizes = utils::rnn::detail::checked_batch_sizes(input, what);
-  const Tensor& data = input.data;
+  std::vector<std::vector<Tensor>> cast_weights;
+  Tensor data = input.data, h0_arg = h0_given, c0_arg = c0_given;
+  if (const auto device = one_op_autocast(mode, data, true, options.proj_size > 0)) {
+    const Dtype dtype = amp::get_autocast_dtype(*device);
+    data = amp::detail::cast(data, *device, dtype);
+    h0_arg = amp::detail::cast(h0_given, *device, dtype);
+    c0_arg = amp::detail::cast(c0_given, *device, dtype);
+    cast_weights = weights_for_autocast(*device, dtype);
+  }
+  amp::detail::NoAutocastGuard no_autocast;  // one op: its parts are not cast again
+  const std::vector<std::vector<Tensor>>& weights = cast_weights.empty() ? weights_ : cast_weights;
   EMBER_CHECK(data.dim() == 2, "input must have 2 dimensions, got ", data.dim());
-  check_input_dtype(data, weights_[0][0]);
+  check_input_dtype(data, weights[0][0]);
   EMBER_CHECK(data.size(-1) == input_size, "input.size(-1) must be equal to input_size. Expected ", input_size,
               ", got ", data.size(-1));
   const bool lstm = mode == Mode::LSTM;
@@ -361,7 +407,7 @@ PackedLSTMOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Ten
   auto to_sorted = [&](const Tensor& state) {
     return state.defined() && sorted.defined() ? state.index_select(1, sorted) : state;
   };
-  LSTMOutput out = run_steps(data, batch_sizes, to_sorted(h0_arg), to_sorted(c0_arg));
+  LSTMOutput out = run_steps(data, batch_sizes, to_sorted(h0_arg), to_sorted(c0_arg), weights);
   const Tensor& unsorted = input.unsorted_indices;
   auto to_unsorted = [&](const Tensor& state) {
     return state.defined() && unsorted.defined() ? state.index_select(1, unsorted) : state;
@@ -490,6 +536,7 @@ RNNCell::RNNCell(int64_t input_size, int64_t hidden_size, bool bias, std::string
     : RNNCellBase(input_size, hidden_size, bias, 1), nonlinearity(std::move(nonlinearity)) {}
 
 Tensor RNNCell::forward(const Tensor& input_arg, const Tensor& hx_arg) {
+  amp::detail::NoAutocastGuard no_autocast;  // in the input's dtype under autocast (docs/AMP.md)
   auto [input, batched] = cell_input(input_arg, "RNNCell");
   Tensor hx = cell_state(hx_arg, input, batched, hidden_size, "RNNCell: Expected hidden");
   check_cell_state(input, hx, input_size, hidden_size, "hidden0");
@@ -503,6 +550,7 @@ LSTMCell::LSTMCell(int64_t input_size, int64_t hidden_size, bool bias)
     : RNNCellBase(input_size, hidden_size, bias, 4) {}
 
 std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& input_arg, const Tensor& hx_arg, const Tensor& cx_arg) {
+  amp::detail::NoAutocastGuard no_autocast;  // in the input's dtype under autocast (docs/AMP.md)
   auto [input, batched] = cell_input(input_arg, "LSTMCell");
   EMBER_CHECK(hx_arg.defined() == cx_arg.defined(), "LSTMCell: hx and cx are given together, or neither (for zeros)");
   Tensor hx = cell_state(hx_arg, input, batched, hidden_size, "LSTMCell: Expected hx[0]");
@@ -518,6 +566,7 @@ std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& input_arg, const Tenso
 GRUCell::GRUCell(int64_t input_size, int64_t hidden_size, bool bias) : RNNCellBase(input_size, hidden_size, bias, 3) {}
 
 Tensor GRUCell::forward(const Tensor& input_arg, const Tensor& hx_arg) {
+  amp::detail::NoAutocastGuard no_autocast;  // in the input's dtype under autocast (docs/AMP.md)
   auto [input, batched] = cell_input(input_arg, "GRUCell");
   Tensor hx = cell_state(hx_arg, input, batched, hidden_size, "GRUCell: Expected hidden");
   check_cell_state(input, hx, input_size, hidden_size, "hidden0");

@@ -1,4 +1,5 @@
 // softmax and log_softmax: the backend normalises the last dimension of a contiguous tensor.
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
@@ -40,8 +41,15 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+// CUDA's autocast runs both in float32 (torch.softmax(x, dim, dtype=torch.float32)).
+Tensor softmax(const Tensor& x, int64_t dim) {
+  const auto device = amp::detail::autocast_gpu_device(x);
+  return softmax_impl(device ? amp::detail::cast(x, *device, kFloat) : x, dim, false);
+}
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  const auto device = amp::detail::autocast_gpu_device(x);
+  return softmax_impl(device ? amp::detail::cast(x, *device, kFloat) : x, dim, true);
+}
 Tensor Tensor::softmax(int64_t dim) const { return ember::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return ember::log_softmax(*this, dim); }
 

@@ -3,6 +3,7 @@
 #include <limits>
 #include <numbers>
 
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
@@ -352,8 +353,20 @@ Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
-Tensor pow(const Tensor& a, const Tensor& exponent) { return binary(BinaryOp::Pow, a, exponent); }
+Tensor pow(const Tensor& a, const Tensor& exponent) {
+  if (const auto device = amp::detail::autocast_gpu_device(a, exponent)) {
+    return amp::detail::autocast_call(
+        amp::detail::CastPolicy::Float32, *device, [](const Tensor& x, const Tensor& y) { return pow(x, y); }, a,
+        exponent);
+  }
+  return binary(BinaryOp::Pow, a, exponent);
+}
 Tensor pow(const Tensor& a, const Scalar& exponent) {
+  if (const auto device = amp::detail::autocast_gpu_device(a)) {
+    return amp::detail::autocast_call(
+        amp::detail::CastPolicy::Float32, *device, [](const Tensor& x, const Scalar& y) { return pow(x, y); }, a,
+        exponent);
+  }
   EMBER_CHECK(a.is_floating_point() || exponent.is_floating_point() || exponent.to_int64() >= 0,
               "Integers to negative integer powers are not allowed.");
   return binary(BinaryOp::Pow, a, exponent);
@@ -373,10 +386,19 @@ Tensor isinf(const Tensor& x) { return unary(UnaryOp::IsInf, x); }
 
 Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
-Tensor exp(const Tensor& x) { return unary(UnaryOp::Exp, x); }
-Tensor log(const Tensor& x) { return unary(UnaryOp::Log, x); }
+Tensor exp(const Tensor& x) {
+  const auto device = amp::detail::autocast_gpu_device(x);  // listed as float32 for CUDA
+  return unary(UnaryOp::Exp, device ? amp::detail::cast(x, *device, kFloat) : x);
+}
+Tensor log(const Tensor& x) {
+  const auto device = amp::detail::autocast_gpu_device(x);  // listed as float32 for CUDA
+  return unary(UnaryOp::Log, device ? amp::detail::cast(x, *device, kFloat) : x);
+}
 Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(UnaryOp::Rsqrt, x); }
+Tensor rsqrt(const Tensor& x) {
+  const auto device = amp::detail::autocast_gpu_device(x);  // listed as float32 for CUDA
+  return unary(UnaryOp::Rsqrt, device ? amp::detail::cast(x, *device, kFloat) : x);
+}
 Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
 Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
 Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }

@@ -1,6 +1,7 @@
 // Joining (cat, stack) and indexing (index_select, gather, scatter_add).
 #include <vector>
 
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
@@ -167,6 +168,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (const auto device = amp::detail::autocast_gpu_device(x, index, src)) {  // CUDA's autocast promotes
+    return amp::detail::autocast_call(amp::detail::CastPolicy::Promote, *device, scatter_add, x, dim, index, src);
+  }
   detail::OpContext context("scatter_add", {{"input", &x}, {"index", &index}, {"src", &src}});
   check_defined(x, "scatter_add");
   check_defined(index, "scatter_add");

@@ -1,6 +1,7 @@
 // Matrix products: PyTorch's matmul dispatch on ranks, with mm/bmm checks and messages.
 #include <algorithm>
 
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
@@ -80,6 +81,9 @@ void record_product(Tensor& out, const char* name, const Tensor& a, const Tensor
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (const auto device = amp::detail::autocast_device(a, b)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device, mm, a, b);
+  }
   detail::OpContext context("mm", {{"input", &a}, {"mat2", &b}});
   check_defined(a, "mm");
   check_defined(b, "mm");
@@ -100,6 +104,9 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (const auto device = amp::detail::autocast_device(a, b)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device, bmm, a, b);
+  }
   detail::OpContext context("bmm", {{"input", &a}, {"mat2", &b}});
   check_defined(a, "bmm");
   check_defined(b, "bmm");
@@ -121,6 +128,9 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (const auto device = amp::detail::autocast_device(a, b)) {
+    return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device, matmul, a, b);
+  }
   detail::OpContext context("matmul", {{"input", &a}, {"other", &b}});
   check_defined(a, "matmul");
   check_defined(b, "matmul");

@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "backend/backend.h"
 #include "core/check.h"
@@ -183,7 +184,9 @@ std::vector<int64_t> one_dim(std::optional<int64_t> dim) {
 
 Tensor sum(const Tensor& x, IntList dims, bool keepdim) {
   check_defined(x, "sum");
-  return run_reduction(ReduceOp::Sum, x, dims, keepdim, sum_dtype(x.dtype()));
+  const auto device = amp::detail::autocast_gpu_device(x);  // CUDA's autocast sums in float32
+  const Tensor& input = device ? amp::detail::cast(x, *device, kFloat) : x;
+  return run_reduction(ReduceOp::Sum, input, dims, keepdim, sum_dtype(input.dtype()));
 }
 
 Tensor mean(const Tensor& x, IntList dims, bool keepdim) {
@@ -194,7 +197,9 @@ Tensor mean(const Tensor& x, IntList dims, bool keepdim) {
 
 Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   check_defined(x, "prod");
-  return run_reduction(ReduceOp::Prod, x, one_dim(dim), keepdim && dim.has_value(), sum_dtype(x.dtype()));
+  const auto device = amp::detail::autocast_device(x);  // autocast's products are float32
+  const Tensor& input = device ? amp::detail::cast(x, *device, kFloat) : x;
+  return run_reduction(ReduceOp::Prod, input, one_dim(dim), keepdim && dim.has_value(), sum_dtype(input.dtype()));
 }
 
 Tensor amax(const Tensor& x, IntList dims, bool keepdim) {

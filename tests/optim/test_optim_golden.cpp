@@ -12,6 +12,7 @@
 #include "ember/optim/clip_grad.h"
 #include "ember/optim/lr_scheduler.h"
 #include "ember/optim/optimizers.h"
+#include "support/json_golden.h"
 
 namespace ember::optim {
 namespace {
@@ -19,22 +20,8 @@ namespace {
 using nlohmann::json;
 
 const json& golden() {
-  static const json data = [] {
-    std::ifstream in(std::string(EMBER_SOURCE_DIR) + "/tests/optim/golden/optim_golden.json");
-    EXPECT_TRUE(in.good()) << "missing tests/optim/golden/optim_golden.json";
-    return json::parse(in);
-  }();
+  static const json data = ember_test::read_json_golden("tests/optim/golden/optim_golden.json");
   return data;
-}
-
-Tensor tensor_from(const json& rows) {
-  std::vector<float> values;
-  int64_t cols = 0;
-  for (const auto& row : rows) {
-    cols = static_cast<int64_t>(row.size());
-    for (const auto& v : row) values.push_back(v.get<float>());
-  }
-  return tensor(values).reshape({static_cast<int64_t>(rows.size()), cols});
 }
 
 std::vector<float> flat(const std::vector<Tensor>& tensors) {
@@ -60,12 +47,12 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& kind, std::vector<T
 
 TEST(OptimGolden, OptimizerTrajectoriesMatchPyTorch) {
   const json& g = golden();
-  const Tensor X = tensor_from(g["X"]), Y = tensor_from(g["Y"]);
+  const Tensor X = ember_test::matrix_from(g["X"]), Y = ember_test::matrix_from(g["Y"]);
   ASSERT_FALSE(g["optimizers"].empty());
   for (const auto& c : g["optimizers"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    Tensor w = tensor_from(g["W0"]).requires_grad_();
-    Tensor b = tensor_from(g["B0"]).requires_grad_();
+    Tensor w = ember_test::matrix_from(g["W0"]).requires_grad_();
+    Tensor b = ember_test::matrix_from(g["B0"]).requires_grad_();
     Options options;
     for (const auto& [key, value] : c["options"].items()) options[key] = value.get<double>();
     auto opt = make_optimizer(c["kind"].get<std::string>(), {w, b}, options);

@@ -94,7 +94,10 @@ class RNNBase : public Module {
   int64_t gate_count() const;
   /// The layers over time-major rows `data` [sum of batch_sizes, input_size], batch_sizes[t] of
   /// them at step t (the first ones of the step before), from full initial states.
-  LSTMOutput run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0, const Tensor& c0);
+  LSTMOutput run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0, const Tensor& c0,
+                       const std::vector<std::vector<Tensor>>& weights);
+  /// The weights in `dtype` (autocast's copies, cached per region), laid out as weights_.
+  std::vector<std::vector<Tensor>> weights_for_autocast(DeviceType device, Dtype dtype) const;
   /// The checks of h0 and c0 against their expected sizes, with PyTorch's messages.
   void check_hidden(const Tensor& h0, const Tensor& c0, int64_t batch) const;
   std::vector<std::vector<Tensor>> weights_;  // [layer * directions + direction] → parameters
