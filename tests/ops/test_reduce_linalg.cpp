@@ -201,3 +201,33 @@ TEST(Compare, EqualAndAllclose) {
 }
 
 }  // namespace
+
+namespace {
+
+// bfloat16 products take oneDNN's native path on CPUs with AVX512-BF16 and the widening path
+// elsewhere; both sum in float32 and round once. With small integers every sum is exact, so either
+// path must give the float32 product rounded to bfloat16, bit for bit, in every layout.
+TEST(BFloat16Matmul, RoundsTheFloat32ProductOnceInEveryLayout) {
+  using namespace ember;
+  manual_seed(7);
+  const Tensor a = randint(-4, 5, {3, 70, 96}).to(kFloat32);
+  const Tensor b = randint(-4, 5, {3, 96, 50}).to(kFloat32);
+  auto check = [](const Tensor& x, const Tensor& y, const char* what) {
+    const Tensor want = matmul(x, y).to(kBFloat16);
+    const Tensor got = matmul(x.to(kBFloat16), y.to(kBFloat16));
+    EXPECT_EQ(got.dtype(), kBFloat16) << what;
+    EXPECT_TRUE(equal(got, want)) << what;
+  };
+  check(a, b, "batched, row-major");
+  check(a[0], b[0], "2-D");
+  check(a[1], b[1].t().contiguous().t(), "right operand transposed");
+  check(a[2].t().contiguous().t(), b[2], "left operand transposed");
+  check(a[0].slice(0, 0, 70, 2), b[0], "every other row");
+  // Beyond exact sums, the two paths differ only in the order of the float32 sums.
+  const Tensor x = randn({64, 784}), w = randn({512, 784});
+  const Tensor near = matmul(x.to(kBFloat16), w.t().to(kBFloat16)).to(kFloat32);
+  const Tensor wide = matmul(x.to(kBFloat16).to(kFloat32), w.t().to(kBFloat16).to(kFloat32));
+  EXPECT_TRUE(allclose(near, wide, 1.0 / 128, 1e-3));
+}
+
+}  // namespace
