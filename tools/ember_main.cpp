@@ -77,8 +77,8 @@ Subcommand add_devices(CLI::App& app) {
 }
 
 // Options of `ember train` that --resume takes from the run's config.json instead.
-const std::vector<std::string> kFixedByRun = {"--model",      "--optimizer", "--lr",   "--momentum", "--scheduler",
-                                              "--batch-size", "--seed",      "--data", "--limit",    "--out"};
+const std::vector<std::string> kFixedByRun = {"--model", "--optimizer", "--lr",    "--momentum", "--scheduler",
+                                              "--batch-size", "--seed", "--data", "--limit", "--out", "--amp"};
 
 Subcommand add_train(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train a network on Fashion-MNIST (or another MNIST-format data set)");
@@ -112,6 +112,8 @@ Subcommand add_train(CLI::App& app) {
                   "tensor and op) or skip (skip that step and go on)")
       ->check(CLI::IsMember({"error", "skip"}))
       ->capture_default_str();
+  cmd->add_flag("--amp", options->amp,
+                "Mixed precision: forward passes and losses in bfloat16 (torch.autocast), parameters in float32");
   cmd->add_flag("--detect-anomaly", options->detect_anomaly,
                 "Check every backward function for NaN (slow): names the op that produced the first one");
   // For tests of interruption and resume (tests/distributed/mpi/check_train.sh): not in --help.

@@ -192,8 +192,8 @@ void expect_same_tensors(const fs::path& a, const fs::path& b) {
 // with RMSprop and momentum (whose state holds three tensors per parameter), and on a GPU with
 // the cnn, whose dropout draws from the GPU's generator.
 void expect_resume_equals_unbroken(const std::string& optimizer, double momentum, const std::string& model = "mlp",
-                                   const std::optional<std::string>& device = std::nullopt) {
-  SCOPED_TRACE(optimizer + " " + model + " " + device.value_or("best device"));
+                                   const std::optional<std::string>& device = std::nullopt, bool amp = false) {
+  SCOPED_TRACE(optimizer + " " + model + " " + device.value_or("best device") + (amp ? " amp" : ""));
   const TempDir unbroken_dir("trainer_unbroken"), broken_dir("trainer_broken");
   const fs::path unbroken = unbroken_dir.path(), broken = broken_dir.path();
   train::TrainOptions o;
@@ -201,6 +201,7 @@ void expect_resume_equals_unbroken(const std::string& optimizer, double momentum
   o.device = device;
   if (!optimizer.empty()) o.optimizer = optimizer;
   o.momentum = momentum;
+  o.amp = amp;
   o.limit = 640;  // 10 steps per epoch
   o.data = ember_test::small_fashion_mnist().string();
   o.epochs = 2;
@@ -256,6 +257,31 @@ TEST(TrainRun, InterruptedThenResumedEqualsUnbroken) {
   SKIP_WITHOUT_DATA();
   expect_resume_equals_unbroken("", 0.0);
   expect_resume_equals_unbroken("rmsprop", 0.9);
+  expect_resume_equals_unbroken("", 0.0, "mlp", std::string("cpu"), /*amp=*/true);  // --amp is kept
+}
+
+// --amp: bfloat16 forward passes train about as well as float32 ones, and the run records it.
+TEST(TrainRun, MixedPrecisionTrainsAndIsRecorded) {
+  SKIP_WITHOUT_DATA();
+  const TempDir dir("trainer_amp");
+  train::TrainOptions o;
+  o.limit = 9600;
+  o.epochs = 1;
+  o.amp = true;
+  o.device = "cpu";
+  o.out = dir.path();
+  o.progress = train::ProgressStyle::Quiet;
+  std::ostringstream log;
+  const train::TrainResult result = train::train(o, log);
+  EXPECT_GT(result.last_accuracy, 0.74) << log.str();
+  EXPECT_NE(log.str().find("mixed precision (bfloat16)"), std::string::npos) << log.str();
+  EXPECT_NE(read_text(dir.path() / "config.json").find("\"amp\": true"), std::string::npos);
+  // The weights stay float32 (PyTorch loads them as they are), and `ember eval` evaluates as the
+  // run did, in a bfloat16 region: the best epoch's accuracy again.
+  const io::SafetensorsData weights = io::load_safetensors(dir.path() / "model.safetensors");
+  for (const auto& [name, t] : weights.tensors) EXPECT_EQ(t.dtype(), kFloat32) << name;
+  const train::EvalResult eval = train::evaluate_run(dir.path(), std::nullopt, std::string("cpu"));
+  EXPECT_DOUBLE_EQ(eval.accuracy(), result.best_accuracy);
 }
 
 class TrainRunOnDevice : public ember_test::DeviceTest {};

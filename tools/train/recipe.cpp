@@ -68,6 +68,7 @@ RunConfig resolve(const TrainOptions& o) {
   c.seed = o.seed;
   c.data = data_dir(o.data);
   c.limit = o.limit;
+  c.amp = o.amp;
   if (c.limit && *c.limit < 1) throw Error("--limit must be at least 1, got " + std::to_string(*c.limit));
   return c;
 }

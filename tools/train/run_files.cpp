@@ -23,6 +23,7 @@ std::string config_to_json(const RunConfig& config, const std::string& device, i
   j["seed"] = config.seed;
   j["data"] = config.data;
   j["limit"] = config.limit ? nlohmann::ordered_json(*config.limit) : nlohmann::ordered_json(nullptr);
+  j["amp"] = config.amp;
   j["device"] = device;
   j["parameters"] = parameters;
   return j.dump(2) + "\n";
@@ -46,6 +47,7 @@ RunConfig read_config(const std::filesystem::path& path) {
     config.epochs = j.at("epochs").get<int64_t>();
     config.seed = j.at("seed").get<uint64_t>();
     if (!j.at("limit").is_null()) config.limit = j.at("limit").get<int64_t>();
+    config.amp = j.value("amp", false);  // absent in runs made before --amp
     return config;
   } catch (const nlohmann::json::exception& e) {
     throw Error("'" + path.string() + "' is not a valid run configuration: " + e.what());

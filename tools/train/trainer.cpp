@@ -122,8 +122,10 @@ int64_t prefetch_batches(Device device, int64_t ahead) {
 
 // In a job, rank r evaluates batches r, r + N, ... and the sums are added over the ranks, so
 // every test image counts once.
-EvalResult evaluate(nn::Module& model, const std::shared_ptr<const data::MNIST>& test_set, Device device) {
+EvalResult evaluate(nn::Module& model, const std::shared_ptr<const data::MNIST>& test_set, Device device, bool amp) {
   NoGradGuard no_grad;
+  std::optional<amp::autocast> region;  // --amp: in bfloat16, as training ran
+  if (amp) region.emplace(device.type(), kBFloat16);
   model.eval();
   data::DataLoader loader(test_set, {.batch_size = kTestBatch, .prefetch = prefetch_batches(device, 1)});
   EvalResult result;
@@ -564,6 +566,8 @@ std::string Session::find_nan_op(const PendingStep& step) {
 }
 
 Tensor Session::batch_loss(nn::Module& model, const data::Batch& batch, int64_t global_step) {
+  std::optional<amp::autocast> region;  // --amp: the forward pass and the loss in bfloat16
+  if (config_.amp) region.emplace(device_.device.type(), kBFloat16);
   const Tensor loss = nn::functional::cross_entropy(model.forward(batch.data), batch.target);
   auto scale = runtime_.scale_loss_at_steps.find(global_step + 1);
   return scale == runtime_.scale_loss_at_steps.end() ? loss : loss * scale->second;
@@ -675,7 +679,7 @@ void Session::print_banner(bool resumed) const {
        << "  recipe     " << config_.optimizer << " lr " << config_.lr;
   if (config_.optimizer == "sgd" && config_.momentum != 0) out_ << " momentum " << config_.momentum;
   out_ << ", " << config_.scheduler << " schedule, batch " << config_.batch_size << ", " << config_.epochs
-       << " epochs, seed " << config_.seed << "\n"
+       << " epochs, seed " << config_.seed << (config_.amp ? ", mixed precision (bfloat16)" : "") << "\n"
        << "  run dir    " << dir_.string() << "\n";
   if (!curves_available())
     out_ << "  note       curves.png is not drawn: this ember was built without cairo (libcairo2-dev)\n";
@@ -696,7 +700,7 @@ void Session::finish_epoch(double train_seconds) {
     NoGradGuard no_grad;
     for (const Tensor& buffer : model_->buffers()) distributed::broadcast(buffer, 0);
   }
-  const EvalResult test = evaluate(*model_, test_set_, device_.device);
+  const EvalResult test = evaluate(*model_, test_set_, device_.device, config_.amp);
   EpochMetrics m;
   m.epoch = epoch;
   m.train_loss = epoch_samples_ > 0 ? epoch_loss_sum_ / static_cast<double>(epoch_samples_) : 0;
@@ -907,7 +911,7 @@ EvalResult evaluate_run(const std::filesystem::path& run_dir, const std::optiona
   for (auto& [name, tensor] : io::load_safetensors(weights).tensors) state.insert(name, tensor);
   model->load_state_dict(state);
   model->to(chosen.device);
-  return evaluate(*model, test_set, chosen.device);
+  return evaluate(*model, test_set, chosen.device, config.amp);
 }
 
 }  // namespace ember::train

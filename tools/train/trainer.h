@@ -57,6 +57,10 @@ struct TrainOptions {
   /// Anomaly detection (AnomalyMode) for the whole run: slow, names the first op whose backward
   /// returns NaN as soon as it happens.
   bool detect_anomaly = false;
+  /// Mixed precision: forward passes and losses (training and test) under amp::autocast in
+  /// bfloat16 on the training device, with float32 parameters and optimizer state. bfloat16 has
+  /// float32's range, so no loss scaling is needed. Recorded in config.json; a resumed run keeps it.
+  bool amp = false;
   /// When the last saves of a run (at its end, or at Ctrl-C) fail, how long to keep retrying
   /// them, every few seconds, before giving up with an error. Saves during training that fail
   /// are reported and retried at the next save point; the state stays in memory meanwhile.
@@ -76,6 +80,7 @@ struct RunConfig {
   int64_t batch_size = 0, epochs = 0;
   uint64_t seed = 0;
   std::optional<int64_t> limit;
+  bool amp = false;
 };
 
 /// Fills in the model's recipe for what `options` leaves unset and checks every value; a bad
