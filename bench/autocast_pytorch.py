@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/bench_autocast.cpp: the same products and training steps on the CPU,
 in float32 and under torch.autocast("cpu") (bfloat16), medians in microseconds (products, mlp)
-or milliseconds (wide mlp).
+or milliseconds (cnn, wide mlp).
 
 Run: OMP_NUM_THREADS=1 python3 bench/autocast_pytorch.py   (and with 2)
 """
@@ -15,10 +15,26 @@ import torch.nn.functional as F
 from pytorch_timing import timed
 
 
-def step_fn(model, batch, autocast):
+class Net(nn.Module):  # pytorch/examples mnist's, returning logits as ember's cnn does
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 32, 3, 1), nn.Conv2d(32, 64, 3, 1)
+        self.dropout1, self.dropout2 = nn.Dropout(0.25), nn.Dropout(0.5)
+        self.fc1, self.fc2 = nn.Linear(9216, 128), nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
+        x = self.dropout2(F.relu(self.fc1(torch.flatten(self.dropout1(x), 1))))
+        return self.fc2(x)
+
+
+def step_fn(model, batch, autocast, adadelta=False):
     images = torch.randn(batch, 1, 28, 28)
     labels = torch.randint(0, 10, (batch,))
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    if adadelta:
+        optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 
     def step():
         with torch.autocast("cpu") if autocast else contextlib.nullcontext():
@@ -43,9 +59,11 @@ def main():
                         nn.Linear(512, 10))
     wide = nn.Sequential(nn.Flatten(), nn.Linear(784, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
                          nn.Linear(4096, 10))
+    cnn = Net()
     for autocast in (False, True):
         mode = "autocast" if autocast else "float32"
         print(f"mlp_step/{mode} {timed(step_fn(mlp, 64, autocast), 7, 20) * 1e3:.0f} us")
+        print(f"cnn_step/{mode} {timed(step_fn(cnn, 64, autocast, adadelta=True), 5, 3):.1f} ms")
         print(f"wide_mlp_step/{mode} {timed(step_fn(wide, 256, autocast), 5, 2):.1f} ms")
 
 

@@ -4,7 +4,8 @@
 //     the dtype (bfloat16 runs natively on CPUs with AVX512-BF16, docs/PERFORMANCE.md §14).
 //   mlp_step/<float32|autocast>: `ember train`'s mlp step (SGD, batch 64) as bench_train_step
 //     runs it, in float32 or with forward and loss under amp::autocast(kCPU) (bfloat16).
-//   wide_mlp_step/...: the same with 4096 hidden units and batch 256, where products dominate.
+//   cnn_step/...: `ember train`'s cnn step (Adadelta, batch 64), its convolutions in bfloat16.
+//   wide_mlp_step/...: the mlp with 4096 hidden units and batch 256, where products dominate.
 // bench/autocast_pytorch.py times the same in PyTorch; run both with OMP_NUM_THREADS=1 and 2.
 #include <benchmark/benchmark.h>
 
@@ -31,10 +32,16 @@ void product(benchmark::State& state, int64_t m, int64_t k, int64_t n, ember::Dt
   state.SetItemsProcessed(state.iterations() * 2 * m * n * k);  // FLOPs
 }
 
-void step(benchmark::State& state, const std::shared_ptr<ember::nn::Module>& model, int64_t batch, bool autocast) {
+void step(benchmark::State& state, const std::shared_ptr<ember::nn::Module>& model, int64_t batch, bool autocast,
+          bool adadelta = false) {
   const Tensor images = ember::randn({batch, 1, 28, 28});
   const Tensor labels = ember::randint(10, {batch});
-  ember::optim::SGD optimizer(model->parameters(), ember::optim::SGDOptions{.lr = 1e-3});
+  std::unique_ptr<ember::optim::Optimizer> optimizer;
+  if (adadelta) {
+    optimizer = std::make_unique<ember::optim::Adadelta>(model->parameters(), ember::optim::AdadeltaOptions{.lr = 1.0});
+  } else {
+    optimizer = std::make_unique<ember::optim::SGD>(model->parameters(), ember::optim::SGDOptions{.lr = 1e-3});
+  }
   for (auto _ : state) {
     Tensor loss;
     {
@@ -42,9 +49,9 @@ void step(benchmark::State& state, const std::shared_ptr<ember::nn::Module>& mod
       if (autocast) region.emplace(ember::kCPU);
       loss = ember::nn::functional::cross_entropy(model->forward(images), labels);
     }
-    optimizer.zero_grad();
+    optimizer->zero_grad();
     loss.backward();
-    optimizer.step();
+    optimizer->step();
   }
   state.SetItemsProcessed(state.iterations() * batch);
 }
@@ -52,6 +59,11 @@ void step(benchmark::State& state, const std::shared_ptr<ember::nn::Module>& mod
 void mlp_step(benchmark::State& state, bool autocast) {
   ember::manual_seed(0);
   step(state, ember::train::make_model("mlp"), 64, autocast);
+}
+
+void cnn_step(benchmark::State& state, bool autocast) {
+  ember::manual_seed(0);
+  step(state, ember::train::make_model("cnn"), 64, autocast, /*adadelta=*/true);
 }
 
 void wide_mlp_step(benchmark::State& state, bool autocast) {
@@ -78,6 +90,9 @@ void register_all() {
     benchmark::RegisterBenchmark((std::string("mlp_step/") + mode).c_str(), mlp_step, autocast)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("cnn_step/") + mode).c_str(), cnn_step, autocast)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((std::string("wide_mlp_step/") + mode).c_str(), wide_mlp_step, autocast)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);

@@ -413,3 +413,36 @@ TEST(ConvLayer, Errors) {
 }
 
 }  // namespace
+
+namespace {
+
+// bfloat16 convolutions run natively through oneDNN on CPUs with AVX512-BF16 and widen to float32
+// elsewhere; both sum in float32 and round once. With small integers every sum is exact, so the
+// output and every gradient must be the float32 results rounded to bfloat16, bit for bit.
+TEST(BFloat16Conv2d, RoundsTheFloat32ResultsOnce) {
+  using namespace ember;
+  namespace F = ember::nn::functional;
+  for (const int64_t groups : {1, 2}) {
+    SCOPED_TRACE("groups " + std::to_string(groups));
+    manual_seed(8);
+    const Tensor x = randint(-3, 4, {4, 6, 11, 9}).to(kFloat32);
+    const Tensor w = randint(-3, 4, {8, 6 / groups, 3, 3}).to(kFloat32);
+    const Tensor b = randint(-3, 4, {8}).to(kFloat32);
+    const Tensor g = randint(-2, 3, {4, 8, 6, 9}).to(kFloat32);
+    auto run = [&](Dtype dtype) {
+      Tensor xd = x.to(dtype).detach().requires_grad_(), wd = w.to(dtype).detach().requires_grad_();
+      Tensor bd = b.to(dtype).detach().requires_grad_();
+      Tensor y = F::conv2d(xd, wd, bd, {2, 1}, {1, 1}, {1, 1}, groups);
+      y.backward(g.to(dtype));
+      return std::vector<Tensor>{y, xd.grad(), wd.grad(), bd.grad()};
+    };
+    const std::vector<Tensor> want = run(kFloat32), got = run(kBFloat16);
+    const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].dtype(), kBFloat16) << names[i];
+      EXPECT_TRUE(equal(got[i], want[i].to(kBFloat16))) << names[i];
+    }
+  }
+}
+
+}  // namespace

@@ -9,7 +9,9 @@
 //    training loop creates each of them once.
 // float32 takes the path docs/PERFORMANCE.md ("Convolution") found faster; the environment
 // variable EMBER_CONV2D_PATH=onednn|im2col overrides that (the benchmark and tests use it to run
-// both). float16/bfloat16 are widened to float32, computed there and rounded once.
+// both). bfloat16 goes to oneDNN's primitives in bfloat16 on CPUs that multiply it natively
+// (AVX512-BF16); float16, and bfloat16 elsewhere, are widened to float32, computed there and
+// rounded once.
 //
 // conv2d_backward reads x only for grad_weight and weight only for grad_x, so the front end passes
 // the operand no wanted gradient needs with its sizes alone (null data) and need not keep it alive.
@@ -34,6 +36,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/defer_signals.h"
 #include "backend/cpu/dispatch.h"
+#include "backend/cpu/onednn_matmul.h"
 #include "backend/cpu/onednn_primitives.h"
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
@@ -385,9 +388,9 @@ struct OneDnnGeometry {
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
-OneDnnGeometry onednn_geometry(const ConvShape& s, bool with_bias) {
+OneDnnGeometry onednn_geometry(const ConvShape& s, bool with_bias, memory::data_type dt) {
   using tag = memory::format_tag;
-  const auto f32 = memory::data_type::f32;
+  const auto f32 = dt;  // every operand in the same dtype (float32, or bfloat16 computed natively)
   const memory::dims src_dims{s.n, s.c, s.h, s.w};
   const memory::dims dst_dims{s.n, s.o, s.ho, s.wo};
   const memory::dims w_dims =
@@ -451,16 +454,16 @@ struct BackwardWeightsPrimitive {
   Operand src, diff_dst, diff_weights;
 };
 
-std::shared_ptr<const ForwardPrimitive> make_forward(const ConvShape& s, bool with_bias) {
-  const OneDnnGeometry g = onednn_geometry(s, with_bias);
+std::shared_ptr<const ForwardPrimitive> make_forward(const ConvShape& s, bool with_bias, memory::data_type dt) {
+  const OneDnnGeometry g = onednn_geometry(s, with_bias, dt);
   auto pd = forward_pd(g, with_bias);
   return std::make_shared<const ForwardPrimitive>(
       ForwardPrimitive{dnnl::convolution_forward(pd), pd.scratchpad_desc(), Operand::input(g.src, pd.src_desc()),
                        Operand::input(g.weights, pd.weights_desc()), Operand::output(g.dst, pd.dst_desc())});
 }
 
-std::shared_ptr<const BackwardDataPrimitive> make_backward_data(const ConvShape& s) {
-  const OneDnnGeometry g = onednn_geometry(s, false);
+std::shared_ptr<const BackwardDataPrimitive> make_backward_data(const ConvShape& s, memory::data_type dt) {
+  const OneDnnGeometry g = onednn_geometry(s, false, dt);
   const auto hint = forward_pd(g, false);
 #if DNNL_VERSION_MAJOR >= 3
   dnnl::convolution_backward_data::primitive_desc pd(onednn_engine(), dnnl::algorithm::convolution_direct, g.src_any,
@@ -476,8 +479,9 @@ std::shared_ptr<const BackwardDataPrimitive> make_backward_data(const ConvShape&
       Operand::input(g.weights, pd.weights_desc()), Operand::output(g.src, pd.diff_src_desc())});
 }
 
-std::shared_ptr<const BackwardWeightsPrimitive> make_backward_weights(const ConvShape& s, bool with_bias) {
-  const OneDnnGeometry g = onednn_geometry(s, with_bias);
+std::shared_ptr<const BackwardWeightsPrimitive> make_backward_weights(const ConvShape& s, bool with_bias,
+                                                                     memory::data_type dt) {
+  const OneDnnGeometry g = onednn_geometry(s, with_bias, dt);
   const auto hint = forward_pd(g, with_bias);
   const memory::desc bias = with_bias ? g.bias : memory::desc();
 #if DNNL_VERSION_MAJOR >= 3
@@ -496,8 +500,8 @@ std::shared_ptr<const BackwardWeightsPrimitive> make_backward_weights(const Conv
 
 using CacheKey = std::array<int64_t, 17>;
 
-CacheKey key_of(const ConvShape& s, int64_t kind, bool with_bias) {
-  return {kind,
+CacheKey key_of(const ConvShape& s, int64_t kind, bool with_bias, memory::data_type dt) {
+  return {kind * 256 + static_cast<int64_t>(dt),
           s.n,
           s.c,
           s.h,
@@ -529,28 +533,31 @@ PrimitiveCache<CacheKey, BackwardWeightsPrimitive>& backward_weights_cache() {
   return cache;
 }
 
-void onednn_forward(const float* x, const float* w, const float* bias, float* out, const ConvShape& s) {
+/// x, w, bias and out hold `dt` elements (float32, or bfloat16 where the CPU has it natively).
+void onednn_forward(const void* x, const void* w, const void* bias, void* out, const ConvShape& s,
+                    memory::data_type dt) {
   const bool with_bias = bias != nullptr;
-  auto p = forward_cache().get(key_of(s, 0, with_bias), [&] { return make_forward(s, with_bias); });
+  auto p = forward_cache().get(key_of(s, 0, with_bias, dt), [&] { return make_forward(s, with_bias, dt); });
   dnnl::stream stream(onednn_engine());
   memory src = p->src.bind_input(x, 0, stream);
   memory wei = p->weights.bind_input(w, 1, stream);
   memory dst = p->dst.bind_output(out);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   if (with_bias) {
-    args.emplace(DNNL_ARG_BIAS, memory(memory::desc({s.o}, memory::data_type::f32, memory::format_tag::x),
-                                       onednn_engine(), const_cast<float*>(bias)));
+    args.emplace(DNNL_ARG_BIAS,
+                 memory(memory::desc({s.o}, dt, memory::format_tag::x), onednn_engine(), const_cast<void*>(bias)));
   }
   execute(p->prim, p->scratchpad, stream, std::move(args));
   p->dst.finish_output(dst, out, stream);
   stream.wait();
 }
 
-void onednn_backward(const float* grad_out, const float* x, const float* w, const ConvShape& s, float* grad_x,
-                     float* grad_w, float* grad_b) {
+/// As onednn_forward; the bias gradient alone is the caller's (bias_grad), when grad_w is null.
+void onednn_backward(const void* grad_out, const void* x, const void* w, const ConvShape& s, void* grad_x,
+                     void* grad_w, void* grad_b, memory::data_type dt) {
   dnnl::stream stream(onednn_engine());
   if (grad_x != nullptr) {
-    auto p = backward_data_cache().get(key_of(s, 1, false), [&] { return make_backward_data(s); });
+    auto p = backward_data_cache().get(key_of(s, 1, false, dt), [&] { return make_backward_data(s, dt); });
     memory diff_dst = p->diff_dst.bind_input(grad_out, 0, stream);
     memory wei = p->weights.bind_input(w, 1, stream);
     memory diff_src = p->diff_src.bind_output(grad_x);
@@ -561,20 +568,18 @@ void onednn_backward(const float* grad_out, const float* x, const float* w, cons
   if (grad_w != nullptr) {
     // The bias gradient comes out of the same pass when both are wanted.
     const bool with_bias = grad_b != nullptr;
-    auto p = backward_weights_cache().get(key_of(s, 2, with_bias), [&] { return make_backward_weights(s, with_bias); });
+    auto p = backward_weights_cache().get(key_of(s, 2, with_bias, dt),
+                                          [&] { return make_backward_weights(s, with_bias, dt); });
     memory src = p->src.bind_input(x, 0, stream);
     memory diff_dst = p->diff_dst.bind_input(grad_out, 1, stream);
     memory diff_wei = p->diff_weights.bind_output(grad_w);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_wei}};
     if (with_bias) {
-      args.emplace(DNNL_ARG_DIFF_BIAS,
-                   memory(memory::desc({s.o}, memory::data_type::f32, memory::format_tag::x), onednn_engine(), grad_b));
+      args.emplace(DNNL_ARG_DIFF_BIAS, memory(memory::desc({s.o}, dt, memory::format_tag::x), onednn_engine(), grad_b));
     }
     execute(p->prim, p->scratchpad, stream, std::move(args));
     p->diff_weights.finish_output(diff_wei, grad_w, stream);
-  } else if (grad_b != nullptr) {
-    bias_grad(grad_out, s, grad_b);
   }
   stream.wait();
 }
@@ -598,7 +603,7 @@ bool use_onednn(const ConvShape& s) {
 
 void float_forward(const float* x, const float* w, const float* bias, float* out, const ConvShape& s) {
   if (use_onednn(s)) {
-    onednn_forward(x, w, bias, out, s);
+    onednn_forward(x, w, bias, out, s, memory::data_type::f32);
   } else {
     im2col_forward(x, w, bias, out, s);
   }
@@ -607,7 +612,8 @@ void float_forward(const float* x, const float* w, const float* bias, float* out
 void float_backward(const float* grad_out, const float* x, const float* w, const ConvShape& s, float* grad_x,
                     float* grad_w, float* grad_b) {
   if (use_onednn(s)) {
-    onednn_backward(grad_out, x, w, s, grad_x, grad_w, grad_b);
+    onednn_backward(grad_out, x, w, s, grad_x, grad_w, grad_b, memory::data_type::f32);
+    if (grad_w == nullptr && grad_b != nullptr) bias_grad(grad_out, s, grad_b);
     return;
   }
   if (grad_b != nullptr) bias_grad(grad_out, s, grad_b);
@@ -615,6 +621,10 @@ void float_backward(const float* grad_out, const float* x, const float* w, const
 }
 
 // ------------------------------------------------------------------------------- 16-bit floats
+
+/// bfloat16 through oneDNN's primitives where the CPU multiplies it natively (docs/PERFORMANCE.md
+/// §14): float32 accumulation inside, each result rounded once, as the widening path does.
+bool native_bfloat16(const ConvShape& s) { return s.k() != 0 && onednn_native_bfloat16(); }
 
 template <typename T>
 std::vector<float> widen(const TensorView& v) {
@@ -649,6 +659,8 @@ void CpuBackend::conv2d(const TensorView& x, const TensorView& weight, const Ten
     } else if constexpr (std::is_same_v<T, float>) {
       float_forward(x.ptr<const float>(), weight.ptr<const float>(), has_bias ? bias.ptr<const float>() : nullptr,
                     out.ptr<float>(), s);
+    } else if (std::is_same_v<T, BFloat16> && native_bfloat16(s)) {
+      onednn_forward(x.data, weight.data, has_bias ? bias.data : nullptr, out.data, s, memory::data_type::bf16);
     } else {
       const std::vector<float> wx = widen<T>(x), ww = widen<T>(weight);
       const std::vector<float> wb = has_bias ? widen<T>(bias) : std::vector<float>();
@@ -689,6 +701,15 @@ void CpuBackend::conv2d_backward(const TensorView& grad_out, const TensorView& x
       float_backward(grad_out.ptr<const float>(), x.ptr<const float>(), weight.ptr<const float>(), s,
                      want_x ? grad_x.ptr<float>() : nullptr, want_w ? grad_weight.ptr<float>() : nullptr,
                      want_b ? grad_bias.ptr<float>() : nullptr);
+    } else if (std::is_same_v<T, BFloat16> && native_bfloat16(s) && (want_x || want_w)) {
+      onednn_backward(grad_out.data, x.data, weight.data, s, want_x ? grad_x.data : nullptr,
+                      want_w ? grad_weight.data : nullptr, want_b && want_w ? grad_bias.data : nullptr,
+                      memory::data_type::bf16);
+      if (want_b && !want_w) {  // the bias alone: summed in float32 by the widening path's code
+        std::vector<float> gb(static_cast<size_t>(s.o));
+        bias_grad(widen<T>(grad_out).data(), s, gb.data());
+        narrow_into<T>(gb, grad_bias);
+      }
     } else {
       const std::vector<float> wg = widen<T>(grad_out), wx = widen<T>(x), ww = widen<T>(weight);
       std::vector<float> gx(want_x ? static_cast<size_t>(x.numel()) : 0);
