@@ -77,8 +77,9 @@ Subcommand add_devices(CLI::App& app) {
 }
 
 // Options of `ember train` that --resume takes from the run's config.json instead.
-const std::vector<std::string> kFixedByRun = {"--model", "--optimizer", "--lr",    "--momentum", "--scheduler",
-                                              "--batch-size", "--seed", "--data", "--limit", "--out", "--amp"};
+const std::vector<std::string> kFixedByRun = {"--model",     "--optimizer",  "--lr",   "--momentum",
+                                              "--scheduler", "--batch-size", "--seed", "--data",
+                                              "--limit",     "--out",        "--amp"};
 
 Subcommand add_train(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train a network on Fashion-MNIST (or another MNIST-format data set)");

@@ -480,7 +480,7 @@ std::shared_ptr<const BackwardDataPrimitive> make_backward_data(const ConvShape&
 }
 
 std::shared_ptr<const BackwardWeightsPrimitive> make_backward_weights(const ConvShape& s, bool with_bias,
-                                                                     memory::data_type dt) {
+                                                                      memory::data_type dt) {
   const OneDnnGeometry g = onednn_geometry(s, with_bias, dt);
   const auto hint = forward_pd(g, with_bias);
   const memory::desc bias = with_bias ? g.bias : memory::desc();
@@ -553,8 +553,8 @@ void onednn_forward(const void* x, const void* w, const void* bias, void* out, c
 }
 
 /// As onednn_forward; the bias gradient alone is the caller's (bias_grad), when grad_w is null.
-void onednn_backward(const void* grad_out, const void* x, const void* w, const ConvShape& s, void* grad_x,
-                     void* grad_w, void* grad_b, memory::data_type dt) {
+void onednn_backward(const void* grad_out, const void* x, const void* w, const ConvShape& s, void* grad_x, void* grad_w,
+                     void* grad_b, memory::data_type dt) {
   dnnl::stream stream(onednn_engine());
   if (grad_x != nullptr) {
     auto p = backward_data_cache().get(key_of(s, 1, false, dt), [&] { return make_backward_data(s, dt); });
