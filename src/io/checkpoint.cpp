@@ -61,6 +61,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
   metadata["version"] = std::to_string(kVersion);
   metadata["optimizer"] = to_json(checkpoint.optimizer.numbers);
   metadata["scheduler"] = to_json(checkpoint.scheduler);
+  if (!checkpoint.grad_scaler.empty()) metadata["grad_scaler"] = to_json(checkpoint.grad_scaler);
   metadata["loader.epoch"] = std::to_string(checkpoint.loader.epoch);
   metadata["loader.position"] = std::to_string(checkpoint.loader.position);
   metadata["epoch"] = std::to_string(checkpoint.epoch);
@@ -100,6 +101,7 @@ Checkpoint checkpoint_from(SafetensorsData data, std::string_view source) {
   }
   checkpoint.optimizer.numbers = numbers_from(metadata, "optimizer", source);
   checkpoint.scheduler = numbers_from(metadata, "scheduler", source);
+  if (metadata.count("grad_scaler") != 0) checkpoint.grad_scaler = numbers_from(metadata, "grad_scaler", source);
   checkpoint.loader.epoch = integer_from(metadata, "loader.epoch", source);
   checkpoint.loader.position = integer_from(metadata, "loader.position", source);
   checkpoint.epoch = integer_from(metadata, "epoch", source);

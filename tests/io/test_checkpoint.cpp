@@ -2,6 +2,7 @@
 // them — training N steps equals N/2 steps, save, load into fresh objects, N/2 steps, bit for bit.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -183,6 +184,34 @@ TEST(Checkpoint, BothGeneratorStatesRoundTripUnderTheirOwnNames) {
   const io::Checkpoint back = io::load_checkpoint(dir / "c.safetensors");
   EXPECT_TRUE(equal(back.rng, c.rng));
   EXPECT_TRUE(equal(back.rng_cuda, c.rng_cuda));
+}
+
+// A GradScaler's state goes with the rest: a scale that has backed off and a growth count come
+// back exactly, and a checkpoint saved without a scaler has none (nor any metadata entry).
+TEST(Checkpoint, GradScalerStateRoundTrips) {
+  const TempDir dir("checkpoint_scaler");
+  amp::GradScaler scaler({.device = kCPU, .init_scale = 1024, .growth_interval = 5});
+  Tensor w = tensor({1.0f, 2.0f}).requires_grad_();
+  optim::SGD sgd({w}, optim::SGDOptions{.lr = 0.1});
+  for (float factor : {1.0f, INFINITY, 1.0f, 1.0f}) {  // one overflow, then two clean steps
+    sgd.zero_grad();
+    scaler.scale((w * factor).sum()).backward();
+    scaler.step(sgd);
+    scaler.update();
+  }
+  ASSERT_EQ(scaler.get_scale(), 512.0);
+  ASSERT_EQ(scaler.get_growth_tracker(), 2);
+  io::Checkpoint c;
+  c.grad_scaler = scaler.state_dict();
+  io::save_checkpoint(dir / "with.safetensors", c);
+  amp::GradScaler resumed({.device = kCPU});
+  resumed.load_state_dict(io::load_checkpoint(dir / "with.safetensors").grad_scaler);
+  EXPECT_EQ(resumed.state_dict(), scaler.state_dict());
+  EXPECT_EQ(resumed.get_growth_interval(), 5);
+
+  io::save_checkpoint(dir / "without.safetensors", io::Checkpoint{});
+  EXPECT_TRUE(io::load_checkpoint(dir / "without.safetensors").grad_scaler.empty());
+  EXPECT_EQ(io::load_safetensors(dir / "without.safetensors").metadata.count("grad_scaler"), 0u);
 }
 
 TEST(Checkpoint, ForeignTruncatedAndMissingFilesAreErrors) {

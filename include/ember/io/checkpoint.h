@@ -11,7 +11,8 @@
 /// The file is a safetensors file, so any safetensors reader opens it: the model's tensors are
 /// stored under "model.<state_dict key>" (strip the prefix and torch's load_state_dict takes
 /// them), the optimizer's under "optimizer.<key>", the generator states as "rng.cpu" and (after
-/// training on a GPU) "rng.cuda"; numbers and counters are JSON strings in the metadata. It is
+/// training on a GPU) "rng.cuda"; numbers and counters are JSON strings in the metadata (a
+/// GradScaler's under "grad_scaler", only when there is one, so older checkpoints still load). It is
 /// written atomically — a temporary file, fsync, rename — so a crash or kill during a save
 /// leaves the previous checkpoint intact.
 #include <cstdint>
@@ -32,6 +33,7 @@ struct Checkpoint {
   nn::StateDict model;                      // Module::state_dict()
   optim::OptimizerStateDict optimizer;      // Optimizer::state_dict()
   std::map<std::string, double> scheduler;  // LRScheduler::state_dict(); empty without one
+  std::map<std::string, double> grad_scaler;  // amp::GradScaler::state_dict(); empty without one
   Tensor rng;                               // get_rng_state(); undefined to leave it out
   Tensor rng_cuda;                          // cuda::get_rng_state() of the training GPU, or undefined
   data::DataLoaderState loader;             // the training loader's cursor
