@@ -295,18 +295,6 @@ void check_input_dtype(const Tensor& input, const Tensor& weight) {
               dtype_name(weight.dtype()), "), or convert model: model.to(", dtype_name(input.dtype()), ")");
 }
 
-}  // namespace
-
-std::vector<std::vector<Tensor>> RNNBase::weights_for_autocast(DeviceType device, Dtype dtype) const {
-  std::vector<std::vector<Tensor>> cast = weights_;
-  for (std::vector<Tensor>& direction : cast) {
-    for (Tensor& w : direction) w = amp::detail::cast(w, device, dtype);
-  }
-  return cast;
-}
-
-namespace {
-
 /// Autocast and the recurrent layers. PyTorch runs the LSTM as one lower-precision op on every
 /// device type (oneDNN's on the CPU, cuDNN's on GPUs) and the RNN and GRU as one on GPUs; ember
 /// casts the input, the states and the weights where it does. Elsewhere (the CPU's RNN and GRU,
@@ -321,20 +309,25 @@ std::optional<DeviceType> one_op_autocast(RNNBase::Mode mode, const Tensor& data
 
 }  // namespace
 
+RNNBase::RunInputs RNNBase::autocast_inputs(const Tensor& data, const Tensor& h0, const Tensor& c0, bool packed) const {
+  const std::optional<DeviceType> device = one_op_autocast(mode, data, packed, options.proj_size > 0);
+  if (!device) return {data, h0, c0, {}};
+  const Dtype dtype = amp::get_autocast_dtype(*device);
+  RunInputs in{amp::detail::cast(data, *device, dtype), amp::detail::cast(h0, *device, dtype),
+               amp::detail::cast(c0, *device, dtype), weights_};
+  for (std::vector<Tensor>& direction : in.cast_weights) {
+    for (Tensor& w : direction) w = amp::detail::cast(w, *device, dtype);  // cached per region
+  }
+  return in;
+}
+
 LSTMOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_given, const Tensor& c0_given) {
   const char* what = mode_name(mode);
   detail::check_defined(input_given, what);
-  std::vector<std::vector<Tensor>> cast_weights;
-  Tensor input_arg = input_given, h0_arg = h0_given, c0_arg = c0_given;
-  if (const auto device = one_op_autocast(mode, input_given, false, options.proj_size > 0)) {
-    const Dtype dtype = amp::get_autocast_dtype(*device);
-    input_arg = amp::detail::cast(input_given, *device, dtype);
-    h0_arg = amp::detail::cast(h0_given, *device, dtype);
-    c0_arg = amp::detail::cast(c0_given, *device, dtype);
-    cast_weights = weights_for_autocast(*device, dtype);
-  }
+  const RunInputs in = autocast_inputs(input_given, h0_given, c0_given, /*packed=*/false);
   amp::detail::NoAutocastGuard no_autocast;  // one op: its parts are not cast again
-  const std::vector<std::vector<Tensor>>& weights = cast_weights.empty() ? weights_ : cast_weights;
+  const std::vector<std::vector<Tensor>>& weights = in.cast_weights.empty() ? weights_ : in.cast_weights;
+  const Tensor &input_arg = in.data, &h0_arg = in.h0, &c0_arg = in.c0;
   const bool lstm = mode == Mode::LSTM;
   EMBER_CHECK(input_arg.dim() == 2 || input_arg.dim() == 3, what, ": Expected input to be 2D or 3D, got ",
               input_arg.dim(), lstm || mode == Mode::GRU ? "D instead" : "D tensor instead");
@@ -382,17 +375,10 @@ LSTMOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_given, const
 PackedLSTMOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Tensor& h0_given, const Tensor& c0_given) {
   const char* what = mode_name(mode);
   const std::vector<int64_t> batch_sizes = utils::rnn::detail::checked_batch_sizes(input, what);
-  std::vector<std::vector<Tensor>> cast_weights;
-  Tensor data = input.data, h0_arg = h0_given, c0_arg = c0_given;
-  if (const auto device = one_op_autocast(mode, data, true, options.proj_size > 0)) {
-    const Dtype dtype = amp::get_autocast_dtype(*device);
-    data = amp::detail::cast(data, *device, dtype);
-    h0_arg = amp::detail::cast(h0_given, *device, dtype);
-    c0_arg = amp::detail::cast(c0_given, *device, dtype);
-    cast_weights = weights_for_autocast(*device, dtype);
-  }
+  const RunInputs in = autocast_inputs(input.data, h0_given, c0_given, /*packed=*/true);
   amp::detail::NoAutocastGuard no_autocast;  // one op: its parts are not cast again
-  const std::vector<std::vector<Tensor>>& weights = cast_weights.empty() ? weights_ : cast_weights;
+  const std::vector<std::vector<Tensor>>& weights = in.cast_weights.empty() ? weights_ : in.cast_weights;
+  const Tensor &data = in.data, &h0_arg = in.h0, &c0_arg = in.c0;
   EMBER_CHECK(data.dim() == 2, "input must have 2 dimensions, got ", data.dim());
   check_input_dtype(data, weights[0][0]);
   EMBER_CHECK(data.size(-1) == input_size, "input.size(-1) must be equal to input_size. Expected ", input_size,

@@ -96,8 +96,13 @@ class RNNBase : public Module {
   /// them at step t (the first ones of the step before), from full initial states.
   LSTMOutput run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0, const Tensor& c0,
                        const std::vector<std::vector<Tensor>>& weights);
-  /// The weights in `dtype` (autocast's copies, cached per region), laid out as weights_.
-  std::vector<std::vector<Tensor>> weights_for_autocast(DeviceType device, Dtype dtype) const;
+  /// What one run reads: its input and initial states as given, or, in an autocast region where
+  /// PyTorch runs the layer as one lower-precision op, those and the weights in the region's dtype.
+  struct RunInputs {
+    Tensor data, h0, c0;
+    std::vector<std::vector<Tensor>> cast_weights;  // laid out as weights_; empty: weights_ itself
+  };
+  RunInputs autocast_inputs(const Tensor& data, const Tensor& h0, const Tensor& c0, bool packed) const;
   /// The checks of h0 and c0 against their expected sizes, with PyTorch's messages.
   void check_hidden(const Tensor& h0, const Tensor& c0, int64_t batch) const;
   std::vector<std::vector<Tensor>> weights_;  // [layer * directions + direction] → parameters
