@@ -1,9 +1,10 @@
 #pragma once
 /// Automatic mixed precision: torch.autocast for C++.
 ///
+///   Tensor loss;
 ///   {
 ///     ember::amp::autocast guard(ember::kCUDA);   // float16 on CUDA; bfloat16 by default on the CPU
-///     Tensor loss = criterion(model(x), y);       // matmuls and convolutions run in float16
+///     loss = criterion(model(x), y);              // matmuls and convolutions run in float16
 ///   }
 ///   loss.backward();                              // each backward op in its forward op's dtype
 ///
