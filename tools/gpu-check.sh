@@ -4,8 +4,9 @@
 #   2. configure and build build-gpu (the "cuda" preset: CUDA required; warnings not errors here),
 #      for the GPU's own architecture, without benchmarks and examples;
 #   3. the whole test suite (ctest), in which the device-parity suites now run instead of skipping;
-#   4. one epoch of mlp and cnn with `ember train` on the GPU and on the CPU, then a table of
-#      throughput, accuracy and peak GPU memory, with the GPU/CPU speedup (LOGDIR/summary.md);
+#   4. one epoch of mlp and cnn with `ember train` on the GPU, on the CPU and on the GPU with --amp
+#      (bfloat16 autocast; its rows say "-amp"), then a table of throughput, accuracy and peak GPU
+#      memory, with the speedup over the CPU (LOGDIR/summary.md);
 #   5. compute-sanitizer memcheck over the device suites, when it is installed;
 #   6. with two or more GPUs and Open MPI: one cnn epoch on 2 ranks over NCCL (`mpirun -np 2`).
 # Every stage's exit status is recorded; a failed stage does not stop the later ones. The script
@@ -221,8 +222,10 @@ find_data() {
 }
 
 run_label() {  # the run directory's device part: "cuda", "cpu", or "cpu-as-gpu" in a rehearsal
-  if [[ $1 == gpu ]]; then
-    if [[ $GPU -eq 1 ]]; then echo "${DEVICE//:/_}"; else echo "$DEVICE-as-gpu"; fi
+  local suffix=""
+  [[ $1 == gpu-amp ]] && suffix="-amp"
+  if [[ $1 == gpu* ]]; then
+    if [[ $GPU -eq 1 ]]; then echo "${DEVICE//:/_}$suffix"; else echo "$DEVICE-as-gpu$suffix"; fi
   else
     echo cpu
   fi
@@ -236,7 +239,9 @@ elif ! DATA=$(find_data); then
   skip_stage train "Fashion-MNIST not found (looked in ${GPU_CHECK_DATA:+$GPU_CHECK_DATA, }/usr/share/datasets/fashion-mnist, shared/, ../shared/, data/; set GPU_CHECK_DATA); this script downloads nothing"
 else
   for model in mlp cnn; do
-    for role in gpu cpu; do
+    # gpu-amp: the same epoch with --amp (bfloat16 autocast on the GPU; docs/AMP.md), after the
+    # float32 runs so that it is the one dropped when time runs short.
+    for role in gpu cpu gpu-amp; do
       dev=$DEVICE
       [[ $role == cpu ]] && dev=cpu
       label=$(run_label "$role")
@@ -246,10 +251,11 @@ else
       [[ -z $limit && $role == cpu && $model == cnn ]] && limit=${GPU_CHECK_CPU_CNN_LIMIT:-10000}
       args=(train --model "$model" --epochs 1 --device "$dev" --data "$DATA" --out "$out" --progress lines)
       [[ -n $limit ]] && args+=(--limit "$limit")
+      [[ $role == gpu-amp ]] && args+=(--amp)
       mkdir -p "$out"
       # Sample the GPU's memory use while the GPU run trains: the driver's view (context included).
       smi_pid=""
-      if [[ $role == gpu && $GPU -eq 1 ]] && command -v nvidia-smi >/dev/null; then
+      if [[ $role == gpu* && $GPU -eq 1 ]] && command -v nvidia-smi >/dev/null; then
         nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$out/nvidia-smi-memory.log" 2>&1 &
         smi_pid=$!
       fi
@@ -354,7 +360,7 @@ declare -A SPS=()
       peak="n/a"
       smi="n/a"
       speedup="—"
-      if [[ $role == gpu ]]; then
+      if [[ $role == gpu* ]]; then
         peak=$(ember_peak_mib "$out")
         smi=$(smi_peak_mib "$out")
         [[ $smi != n/a ]] && smi="$smi MiB"
