@@ -5,30 +5,16 @@ CPU, median of several timed rounds after a warm-up, in microseconds per call.
 Run: OMP_NUM_THREADS=1 python3 bench/activations_pytorch.py   (and with 2)
 """
 import os
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
+import pytorch_timing
 
-def timed(fn, rounds=7, min_seconds=0.05):
-    fn()
-    inner = 1
-    while True:  # enough calls per round to take min_seconds
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        if time.perf_counter() - start >= min_seconds:
-            break
-        inner *= 2
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - start) / inner)
-    return statistics.median(samples) * 1e6
+
+def timed(fn):
+    """Microseconds per call, with rounds long enough for the cheapest ops (pytorch_timing)."""
+    return pytorch_timing.timed(fn, rounds=7, min_seconds=0.05) * 1e3
 
 
 def main():

@@ -25,18 +25,16 @@ struct CacheEntry {
 };
 
 struct ThreadState {
-  bool enabled[kNumDeviceTypes] = {};
-  Dtype dtype[kNumDeviceTypes] = {kDefaultDtype[0], kDefaultDtype[1], kDefaultDtype[2]};
-  uint8_t excluded = 0;
-  uint8_t active = 0;  // enabled and not excluded, a bit per device type
+  detail::State current{{}, {kDefaultDtype[0], kDefaultDtype[1], kDefaultDtype[2]}, 0, true};
+  uint8_t active = 0;  // enabled and not excluded, a bit per device type: what ops read
   int nesting = 0;
-  bool cache_enabled = true;
   std::unordered_map<const ember::detail::TensorImpl*, CacheEntry> cache;
 
+  /// Recomputes `active` after `current` changed.
   void refresh() {
     active = 0;
     for (int i = 0; i < kNumDeviceTypes; ++i) {
-      if (enabled[i] && (excluded & (1u << i)) == 0) active |= static_cast<uint8_t>(1u << i);
+      if (current.enabled[i] && (current.excluded & (1u << i)) == 0) active |= static_cast<uint8_t>(1u << i);
     }
   }
 };
@@ -68,24 +66,24 @@ DeviceType parse_device_type(std::string_view name) {
 
 bool is_autocast_available(DeviceType device_type) { return index_of(device_type) < kNumDeviceTypes; }
 
-bool is_autocast_enabled(DeviceType device_type) { return state().enabled[index_of(device_type)]; }
+bool is_autocast_enabled(DeviceType device_type) { return state().current.enabled[index_of(device_type)]; }
 
 void set_autocast_enabled(DeviceType device_type, bool enabled) {
   ThreadState& s = state();
-  s.enabled[index_of(device_type)] = enabled;
+  s.current.enabled[index_of(device_type)] = enabled;
   s.refresh();
 }
 
-Dtype get_autocast_dtype(DeviceType device_type) { return state().dtype[index_of(device_type)]; }
+Dtype get_autocast_dtype(DeviceType device_type) { return state().current.dtype[index_of(device_type)]; }
 
 void set_autocast_dtype(DeviceType device_type, Dtype dtype) {
   EMBER_CHECK(is_lower_precision(dtype), "set_autocast_dtype: autocast's dtype must be torch.float16 or ",
               "torch.bfloat16, got ", dtype_name(dtype));
-  state().dtype[index_of(device_type)] = dtype;
+  state().current.dtype[index_of(device_type)] = dtype;
 }
 
-bool is_autocast_cache_enabled() { return state().cache_enabled; }
-void set_autocast_cache_enabled(bool enabled) { state().cache_enabled = enabled; }
+bool is_autocast_cache_enabled() { return state().current.cache_enabled; }
+void set_autocast_cache_enabled(bool enabled) { state().current.cache_enabled = enabled; }
 void clear_autocast_cache() { state().cache.clear(); }
 
 autocast::autocast(std::string_view device_type, std::optional<Dtype> dtype, bool enabled,
@@ -110,19 +108,19 @@ autocast::autocast(DeviceType device_type, std::optional<Dtype> dtype, bool enab
   }
   ThreadState& s = state();
   // A disabled region still sets the dtype (torch.autocast does), but only a dtype autocast can use.
-  if (is_lower_precision(dtype_)) s.dtype[index_of(device_type)] = dtype_;
-  s.enabled[index_of(device_type)] = enabled_;
+  if (is_lower_precision(dtype_)) s.current.dtype[index_of(device_type)] = dtype_;
+  s.current.enabled[index_of(device_type)] = enabled_;
   s.refresh();
   ++s.nesting;
-  s.cache_enabled = cache_enabled.value_or(s.cache_enabled);
+  s.current.cache_enabled = cache_enabled.value_or(s.current.cache_enabled);
 }
 
 autocast::~autocast() {
   ThreadState& s = state();
   if (--s.nesting == 0) s.cache.clear();
-  s.enabled[index_of(device_type_)] = previous_enabled_;
-  s.dtype[index_of(device_type_)] = previous_dtype_;
-  s.cache_enabled = previous_cache_enabled_;
+  s.current.enabled[index_of(device_type_)] = previous_enabled_;
+  s.current.dtype[index_of(device_type_)] = previous_dtype_;
+  s.current.cache_enabled = previous_cache_enabled_;
   s.refresh();
 }
 
@@ -133,57 +131,41 @@ uint8_t active_device_types() { return state().active; }
 ExcludeGuard::ExcludeGuard(DeviceType type) : type_(type) {
   ThreadState& s = state();
   const auto bit = static_cast<uint8_t>(1u << index_of(type));
-  previous_ = (s.excluded & bit) != 0;
-  s.excluded |= bit;
+  previous_ = (s.current.excluded & bit) != 0;
+  s.current.excluded |= bit;
   s.refresh();
 }
 
 ExcludeGuard::~ExcludeGuard() {
   ThreadState& s = state();
   const auto bit = static_cast<uint8_t>(1u << index_of(type_));
-  s.excluded = previous_ ? (s.excluded | bit) : (s.excluded & ~bit);
+  s.current.excluded = previous_ ? (s.current.excluded | bit) : (s.current.excluded & ~bit);
   s.refresh();
 }
 
-NoAutocastGuard::NoAutocastGuard() : previous_(state().excluded) {
+NoAutocastGuard::NoAutocastGuard() : previous_(state().current.excluded) {
   ThreadState& s = state();
-  s.excluded = static_cast<uint8_t>((1u << kNumDeviceTypes) - 1);
+  s.current.excluded = static_cast<uint8_t>((1u << kNumDeviceTypes) - 1);
   s.refresh();
 }
 
 NoAutocastGuard::~NoAutocastGuard() {
   ThreadState& s = state();
-  s.excluded = previous_;
+  s.current.excluded = previous_;
   s.refresh();
 }
 
-State current_state() {
-  const ThreadState& s = state();
-  State out;
-  for (int i = 0; i < kNumDeviceTypes; ++i) {
-    out.enabled[i] = s.enabled[i];
-    out.dtype[i] = s.dtype[i];
-  }
-  out.excluded = s.excluded;
-  out.cache_enabled = s.cache_enabled;
-  return out;
+State current_state() { return state().current; }
+
+StateGuard::StateGuard(const State& in_force) : previous_(current_state()) {
+  state().current = in_force;
+  state().refresh();
 }
 
-namespace {
-void apply(const State& from) {
-  ThreadState& s = state();
-  for (int i = 0; i < kNumDeviceTypes; ++i) {
-    s.enabled[i] = from.enabled[i];
-    s.dtype[i] = from.dtype[i];
-  }
-  s.excluded = from.excluded;
-  s.cache_enabled = from.cache_enabled;
-  s.refresh();
+StateGuard::~StateGuard() {
+  state().current = previous_;
+  state().refresh();
 }
-}  // namespace
-
-StateGuard::StateGuard(const State& state) : previous_(current_state()) { apply(state); }
-StateGuard::~StateGuard() { apply(previous_); }
 
 namespace {
 bool eligible(const Tensor& t, DeviceType type) {
@@ -213,7 +195,7 @@ Tensor cast(const Tensor& t, DeviceType type, Dtype dtype) {
   if (!eligible(t, type) || t.dtype() == dtype) return t;
   ThreadState& s = state();
   // PyTorch's cache: float32 leaves that require grad (parameters) going to the region's dtype.
-  const bool cacheable = s.cache_enabled && dtype == s.dtype[index_of(type)] && t.dtype() == kFloat &&
+  const bool cacheable = s.current.cache_enabled && dtype == s.current.dtype[index_of(type)] && t.dtype() == kFloat &&
                          t.requires_grad() && t.is_leaf() && !t.is_view();
   if (!cacheable) return t.to(dtype);
   auto it = s.cache.find(t.impl_ptr().get());

@@ -308,6 +308,25 @@ TEST(Autocast, BackwardInsideTheRegionEqualsBackwardAfterIt) {
   EXPECT_TRUE(equal(b_in, b_out));
 }
 
+// The engine runs backward functions (and the hooks among them) with autocast off, even when
+// backward() is called inside a region: their inputs already have the forward's dtypes, and a
+// GPU list would cast them again (a float32 sum of a float16 gradient).
+TEST(Autocast, BackwardFunctionsRunWithAutocastOff) {
+  const Tensor x = randn({2, 3});
+  Tensor w = randn({3, 3}).requires_grad_();
+  int active_in_backward = -1;
+  autocast region(kCPU);
+  Tensor y = mm(x, w);
+  register_hook(y, [&](const Tensor& g) {
+    active_in_backward = amp::detail::active_device_types();
+    return g;
+  });
+  EXPECT_NE(amp::detail::active_device_types(), 0);
+  y.sum().backward();
+  EXPECT_EQ(active_in_backward, 0);
+  EXPECT_NE(amp::detail::active_device_types(), 0);  // and back on afterwards
+}
+
 TEST(Autocast, CheckpointRecomputesUnderTheForwardsRegion) {
   auto grad_of = [](bool checkpointed) {
     manual_seed(5);
