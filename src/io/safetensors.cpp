@@ -20,6 +20,7 @@
 #include "core/check.h"
 #include "ember/factories.h"
 #include "ember/io/atomic_file.h"
+#include "io/byte_source.h"
 
 namespace ember::io {
 
@@ -29,6 +30,9 @@ static_assert(std::endian::native == std::endian::little, "ember's safetensors c
 namespace {
 
 using detail::concat;
+using internal::bytes_needed;
+using internal::errno_text;
+using internal::quote_bounded;
 
 // ---------------------------------------------------------------------------------------------
 // Dtypes: ember's ten, with their safetensors names and their position in the reference's dtype
@@ -55,29 +59,6 @@ constexpr std::array<std::string_view, 10> kUnsupportedDtypeNames = {"U16",     
                                                                      "F8_E8M0", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
 
 const DtypeName& dtype_entry(Dtype d) { return kDtypeNames[static_cast<size_t>(d)]; }
-
-// Names and tokens from a hostile file can be megabytes long or hold control characters; messages
-// show a bounded, printable form.
-std::string quote_bounded(std::string_view s) {
-  constexpr size_t kMaxShown = 80;
-  std::string out = "'";
-  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > kMaxShown)
-    out += concat("'... (", s.size(), " bytes)");
-  else
-    out += "'";
-  return out;
-}
 
 std::string shape_text(const std::vector<int64_t>& shape) { return detail::shape_str(IntList(shape)); }
 
@@ -268,8 +249,6 @@ std::vector<std::pair<const std::string*, const Tensor*>> items_of(const std::ma
   return items;
 }
 
-std::string errno_text(int err) { return std::strerror(err); }
-
 void save_items(const std::filesystem::path& path,
                 const std::vector<std::pair<const std::string*, const Tensor*>>& items,
                 const SafetensorsMetadata& metadata) {
@@ -297,79 +276,6 @@ std::vector<uint8_t> save_items_to_bytes(const std::vector<std::pair<const std::
 
 // ---------------------------------------------------------------------------------------------
 // Reading.
-
-// Where the bytes come from: a file read piece by piece, or memory.
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  virtual uint64_t size() const = 0;
-  /// Reads exactly n bytes at `offset` (within size()) or throws.
-  virtual void read(uint64_t offset, void* dst, size_t n) const = 0;
-  const std::string& context() const { return context_; }
-
- protected:
-  std::string context_;
-};
-
-class FileSource : public ByteSource {
- public:
-  explicit FileSource(const std::filesystem::path& path) : path_(path.string()) {
-    context_ = concat("load_safetensors(", quote_bounded(path_), ")");
-    // O_NONBLOCK: opening a FIFO must not hang; it is rejected just below.
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd_ < 0) detail::fail(context_, ": cannot open the file: ", errno_text(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) {
-      const int err = errno;
-      ::close(fd_);
-      detail::fail(context_, ": cannot stat the file: ", errno_text(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      detail::fail(context_, ": not a regular file");
-    }
-    size_ = static_cast<uint64_t>(st.st_size);
-  }
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
-  ~FileSource() override { ::close(fd_); }
-
-  uint64_t size() const override { return size_; }
-
-  void read(uint64_t offset, void* dst, size_t n) const override {
-    char* p = static_cast<char*>(dst);
-    while (n > 0) {
-      const ssize_t r = ::pread(fd_, p, std::min<size_t>(n, size_t{1} << 30), static_cast<off_t>(offset));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        detail::fail(context_, ": read error at byte ", offset, ": ", errno_text(errno));
-      }
-      if (r == 0) detail::fail(context_, ": the file ended at byte ", offset, " while reading (was it truncated?)");
-      p += r;
-      offset += static_cast<uint64_t>(r);
-      n -= static_cast<size_t>(r);
-    }
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  uint64_t size_ = 0;
-};
-
-class MemorySource : public ByteSource {
- public:
-  MemorySource(std::span<const uint8_t> bytes, std::string_view source) : bytes_(bytes) {
-    context_ = concat("load_safetensors_from_bytes(", source, ")");
-  }
-  uint64_t size() const override { return bytes_.size(); }
-  void read(uint64_t offset, void* dst, size_t n) const override {
-    if (n) std::memcpy(dst, bytes_.data() + offset, n);
-  }
-
- private:
-  std::span<const uint8_t> bytes_;
-};
 
 struct HeaderEntry {
   std::string name;
@@ -680,23 +586,7 @@ class HeaderParser : public nlohmann::json_sax<Json> {
   int skip_depth_ = 0;
 };
 
-// The bytes a tensor of this dtype and shape needs, or nullopt when that overflows 64 bits
-// (checked after every factor, as the reference does).
-// An empty tensor's other dimensions still enter its strides, so they must not overflow either.
-std::optional<uint64_t> bytes_needed(Dtype dtype, const std::vector<int64_t>& shape) {
-  const auto item = static_cast<uint64_t>(element_size(dtype));
-  uint64_t n = 1;
-  uint64_t span = item;  // product of the nonzero dimensions, in bytes
-  for (const int64_t d : shape) {
-    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return std::nullopt;
-    if (d != 0 && __builtin_mul_overflow(span, static_cast<uint64_t>(d), &span)) return std::nullopt;
-  }
-  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  if (__builtin_mul_overflow(n, item, &n) || n > kMax || span > kMax) return std::nullopt;
-  return n;
-}
-
-SafetensorsData load_from(const ByteSource& src) {
+SafetensorsData load_from(const internal::ByteSource& src) {
   const std::string& ctx = src.context();
   const uint64_t file_size = src.size();
   EMBER_CHECK(file_size >= 8, ctx, ": the file is ", file_size,
@@ -827,14 +717,16 @@ std::vector<uint8_t> save_safetensors_to_bytes(const std::map<std::string, Tenso
   return save_items_to_bytes(items_of(tensors), metadata);
 }
 
-SafetensorsData load_safetensors(const std::filesystem::path& path) { return load_from(FileSource(path)); }
+SafetensorsData load_safetensors(const std::filesystem::path& path) {
+  return load_from(internal::FileSource(path, concat("load_safetensors(", quote_bounded(path.string()), ")")));
+}
 
 SafetensorsData load_safetensors_from_bytes(std::span<const uint8_t> bytes, std::string_view source) {
-  return load_from(MemorySource(bytes, source));
+  return load_from(internal::MemorySource(bytes, concat("load_safetensors_from_bytes(", source, ")")));
 }
 
 SafetensorsData load_safetensors_from_bytes(std::string_view bytes, std::string_view source) {
-  return load_from(MemorySource({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, source));
+  return load_safetensors_from_bytes(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), source);
 }
 
 }  // namespace ember::io
