@@ -67,6 +67,7 @@ void safetensors_one_input(std::span<const uint8_t> bytes);
 void checkpoint_one_input(std::span<const uint8_t> bytes);
 void idx_one_input(std::span<const uint8_t> bytes);
 void device_one_input(std::span<const uint8_t> bytes);
+void npy_one_input(std::span<const uint8_t> bytes);
 
 }  // namespace ember::fuzz
 

@@ -4,7 +4,7 @@
 #   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     default: 60 seconds, every target
 #   tools/fuzz.sh --merge [TARGET...]                  minimise the work corpora into fuzz/corpus/
 #
-# Targets (fuzz/fuzz_<target>.cpp): safetensors, checkpoint, idx, device. Each runs alone, one
+# Targets (fuzz/fuzz_<target>.cpp): safetensors, checkpoint, idx, device, npy. Each runs alone, one
 # process at a time, for SECONDS_PER_TARGET, starting from its committed seeds (fuzz/corpus/<target>/)
 # and every input that ever failed (fuzz/regressions/<target>/); new inputs go to a working corpus
 # in build-fuzz/fuzz-work/<target>/, failing ones to build-fuzz/fuzz-artifacts/<target>/. A failure
@@ -20,7 +20,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
-all_targets=(safetensors checkpoint idx device)
+all_targets=(safetensors checkpoint idx device npy)
 
 merge=0
 if [[ ${1:-} == --merge ]]; then
@@ -44,7 +44,7 @@ done
 # malloc_limit_mb therefore is a finding, and so is an input that runs longer than timeout_s.
 max_len_of() {
   case $1 in
-    safetensors | checkpoint) echo 65536 ;;
+    safetensors | checkpoint | npy) echo 65536 ;;
     idx) echo 65536 ;;
     device) echo 256 ;;
   esac

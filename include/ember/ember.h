@@ -20,6 +20,7 @@
 #include "ember/data/dataset.h"
 #include "ember/data/mnist.h"
 #include "ember/io/checkpoint.h"
+#include "ember/io/numpy.h"
 #include "ember/io/safetensors.h"
 #include "ember/nn/nn.h"
 #include "ember/optim/clip_grad.h"
