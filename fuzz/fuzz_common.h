@@ -68,6 +68,7 @@ void checkpoint_one_input(std::span<const uint8_t> bytes);
 void idx_one_input(std::span<const uint8_t> bytes);
 void device_one_input(std::span<const uint8_t> bytes);
 void npy_one_input(std::span<const uint8_t> bytes);
+void torch_load_one_input(std::span<const uint8_t> bytes);
 
 }  // namespace ember::fuzz
 

@@ -4,12 +4,13 @@
 #   tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     default: 60 seconds, every target
 #   tools/fuzz.sh --merge [TARGET...]                  minimise the work corpora into fuzz/corpus/
 #
-# Targets (fuzz/fuzz_<target>.cpp): safetensors, checkpoint, idx, device, npy. Each runs alone, one
-# process at a time, for SECONDS_PER_TARGET, starting from its committed seeds (fuzz/corpus/<target>/)
-# and every input that ever failed (fuzz/regressions/<target>/); new inputs go to a working corpus
-# in build-fuzz/fuzz-work/<target>/, failing ones to build-fuzz/fuzz-artifacts/<target>/. A failure
-# is anything but an ember::Error escaping (a crash, a sanitizer report, a leak, a timeout, an
-# allocation over the limit); copy the artifact into fuzz/regressions/<target>/, fix the reader,
+# Targets (fuzz/fuzz_<target>.cpp): safetensors, checkpoint, idx, device, npy, torch_load. Each
+# runs alone, one process at a time, for SECONDS_PER_TARGET, starting from its committed seeds
+# (fuzz/corpus/<target>/) and every input that ever failed (fuzz/regressions/<target>/); new
+# inputs go to a working corpus in build-fuzz/fuzz-work/<target>/, failing ones to
+# build-fuzz/fuzz-artifacts/<target>/. A failure is anything but an ember::Error escaping (a crash,
+# a sanitizer report, a leak, a timeout, an allocation over the limit); copy the artifact into
+# fuzz/regressions/<target>/, fix the reader,
 # and the normal test suite (FuzzReplay) replays it from then on. See docs/HARDENING.md.
 #
 # Needs clang 14 with libFuzzer (Debian: clang, libclang-rt-14-dev) and clang's OpenMP
@@ -20,7 +21,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
-all_targets=(safetensors checkpoint idx device npy)
+all_targets=(safetensors checkpoint idx device npy torch_load)
 
 merge=0
 if [[ ${1:-} == --merge ]]; then
@@ -44,7 +45,7 @@ done
 # malloc_limit_mb therefore is a finding, and so is an input that runs longer than timeout_s.
 max_len_of() {
   case $1 in
-    safetensors | checkpoint | npy) echo 65536 ;;
+    safetensors | checkpoint | npy | torch_load) echo 65536 ;;
     idx) echo 65536 ;;
     device) echo 256 ;;
   esac

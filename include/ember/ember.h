@@ -21,6 +21,7 @@
 #include "ember/data/mnist.h"
 #include "ember/io/checkpoint.h"
 #include "ember/io/numpy.h"
+#include "ember/io/pytorch.h"
 #include "ember/io/safetensors.h"
 #include "ember/nn/nn.h"
 #include "ember/optim/clip_grad.h"

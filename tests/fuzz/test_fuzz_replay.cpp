@@ -56,6 +56,7 @@ void replay(const Target& target) {
 
 TEST(FuzzReplay, Safetensors) { replay({"safetensors", ember::fuzz::safetensors_one_input}); }
 TEST(FuzzReplay, Npy) { replay({"npy", ember::fuzz::npy_one_input}); }
+TEST(FuzzReplay, TorchLoad) { replay({"torch_load", ember::fuzz::torch_load_one_input}); }
 TEST(FuzzReplay, Checkpoint) { replay({"checkpoint", ember::fuzz::checkpoint_one_input}); }
 TEST(FuzzReplay, Idx) { replay({"idx", ember::fuzz::idx_one_input}); }
 TEST(FuzzReplay, Device) { replay({"device", ember::fuzz::device_one_input}); }
