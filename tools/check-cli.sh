@@ -61,6 +61,19 @@ expect "train: --resume of no run" 1 stderr "^error: .*config.json" -- "$ember" 
 expect "eval: no run" 1 stderr "^error: .*config.json" -- "$ember" eval "$scratch/none"
 expect "eval: RUN_DIR required" 2 stderr "RUN_DIR" -- "$ember" eval
 
+# convert: safetensors -> torch.save -> npz -> torch.save gives back the same bytes (ember's
+# torch.save files are deterministic, and the archive's folder is the file's stem).
+weights="$(cd "$(dirname "$0")/.." && pwd)/tests/io/golden/state_dict.safetensors"
+mkdir -p "$scratch/a" "$scratch/b"
+expect "convert to .pt" 0 stdout "^wrote 8 tensors .*\(torch.save\)" -- "$ember" convert "$weights" "$scratch/a/w.pt"
+expect "convert .pt to .npz" 0 stdout "\(npz\)" -- "$ember" convert "$scratch/a/w.pt" "$scratch/w.npz"
+expect "convert .npz to .pt" 0 stdout "\(torch.save\)" -- "$ember" convert "$scratch/w.npz" "$scratch/b/w.pt"
+checks=$((checks + 1))
+if cmp -s "$scratch/a/w.pt" "$scratch/b/w.pt"; then echo "ok   convert round trip"; else
+  failures=$((failures + 1)); echo "FAIL convert round trip: $scratch/b/w.pt differs from $scratch/a/w.pt"; fi
+expect "convert: unknown extension" 1 stderr "^error: .*extension" -- "$ember" convert "$weights" "$scratch/w.onnx"
+expect "convert: missing input" 1 stderr "^error: .*nonexistent" -- "$ember" convert "$scratch/nonexistent.pt" "$scratch/x.safetensors"
+expect "convert: --key without such names" 1 stderr "^error: .*'optimizer\.'" -- "$ember" convert "$weights" "$scratch/x.pt" --key optimizer
 # Ctrl-C: the first SIGINT saves a checkpoint and exits with 130; --resume then finishes the run.
 data=/usr/share/datasets/fashion-mnist
 if [[ -e $data/train-images-idx3-ubyte || -e $data/train-images-idx3-ubyte.gz ]]; then

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "train/convert.h"
 #include "train/models.h"
 #include "train/trainer.h"
 
@@ -160,12 +161,33 @@ Subcommand add_eval(CLI::App& app) {
   return {cmd, run};
 }
 
+Subcommand add_convert(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "convert", "Convert weights between safetensors, PyTorch (torch.save: .pt/.pth/.bin) and NumPy (.npz) files");
+  auto input = std::make_shared<std::string>();
+  auto output = std::make_shared<std::string>();
+  auto key = std::make_shared<std::optional<std::string>>();
+  cmd->add_option("INPUT", *input, "The file to read; its extension names its format")->required();
+  cmd->add_option("OUTPUT", *output, "The file to write (replaced atomically); its extension names its format")
+      ->required();
+  cmd->add_option("--key", *key,
+                  "Where the state_dict sits in a checkpoint: a torch.save'd dict's entry (model, state_dict), "
+                  "or the name prefix in safetensors and npz files (an ember checkpoint's is model)");
+  auto run = [input, output, key]() {
+    const ember::train::ConvertResult r = ember::train::convert_weights(*input, *output, *key);
+    std::printf("wrote %zu tensors from %s (%s) to %s (%s)\n", r.tensors, input->c_str(), r.source_format.c_str(),
+                output->c_str(), r.target_format.c_str());
+    return 0;
+  };
+  return {cmd, run};
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"ember: a C++20 deep-learning library and trainer", "ember"};
   app.set_version_flag("--version", std::string("ember ") + ember::kVersion, "Print the version and exit");
   app.require_subcommand(0, 1);
 
-  const std::vector<Subcommand> subcommands = {add_devices(app), add_train(app), add_eval(app)};
+  const std::vector<Subcommand> subcommands = {add_devices(app), add_train(app), add_eval(app), add_convert(app)};
 
   try {
     app.parse(argc, argv);
