@@ -67,6 +67,14 @@ void BM_TorchLoadFile(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(io::torch_load(scratch("ember_bench.pt")));
   set_bytes(st);
 }
+// Mapped, as torch.load(mmap=True): no tensor data is read until it is used.
+void BM_TorchLoadFileMmap(benchmark::State& st) {
+  io::torch_save(scratch("ember_bench.pt"), io::to_value(state()));
+  io::TorchLoadOptions options;
+  options.mmap = true;
+  for (auto _ : st) benchmark::DoNotOptimize(io::torch_load(scratch("ember_bench.pt"), options));
+  set_bytes(st);
+}
 void BM_SafetensorsSaveToBytes(benchmark::State& st) {
   const io::NamedTensors n = named();
   for (auto _ : st) benchmark::DoNotOptimize(io::save_safetensors_to_bytes(n));
@@ -92,6 +100,7 @@ BENCHMARK(BM_TorchSaveToBytes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TorchLoadFromBytes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TorchSaveFile)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TorchLoadFile)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TorchLoadFileMmap)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SafetensorsSaveToBytes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SafetensorsLoadFromBytes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_NpzSaveToBytes)->Unit(benchmark::kMillisecond)->UseRealTime();

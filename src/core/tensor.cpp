@@ -17,6 +17,7 @@ namespace ember {
 namespace detail {
 
 Storage::~Storage() {
+  if (owner_) return;  // the owner releases the memory when its last user goes
   if (pinned_) {
     if (Backend* cuda = find_backend(DeviceType::CUDA)) cuda->free_pinned(data_);
     return;

@@ -1,6 +1,7 @@
 #include "io/byte_source.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,6 +86,20 @@ void FileSource::read(uint64_t offset, void* dst, size_t n) const {
     n -= static_cast<size_t>(r);
   }
 }
+
+std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path, const std::string& context) {
+  const FileSource file(path, context);  // the same checks and messages as a read
+  if (file.size() == 0) fail(context, ": the file is empty");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail(context, ": cannot open the file: ", errno_text(errno));
+  void* p = ::mmap(nullptr, file.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);  // the mapping stays valid without the descriptor
+  if (p == MAP_FAILED) fail(context, ": cannot map the file into memory: ", errno_text(err));
+  return std::shared_ptr<MappedFile>(new MappedFile(static_cast<uint8_t*>(p), file.size()));
+}
+
+MappedFile::~MappedFile() { ::munmap(data_, size_); }
 
 void MemorySource::read(uint64_t offset, void* dst, size_t n) const {
   if (n) std::memcpy(dst, bytes_.data() + offset, n);

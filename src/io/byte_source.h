@@ -3,6 +3,7 @@
 // small helpers every reader of outside data shares. Internal to ember (src/io).
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -53,6 +54,24 @@ class FileSource final : public ByteSource {
  private:
   int fd_ = -1;
   uint64_t size_ = 0;
+};
+
+/// A whole file mapped copy-on-write (MAP_PRIVATE): its pages are read on first touch, and writes
+/// go to private copies that never reach the file. Tensors over it keep it mapped (a shared_ptr
+/// to it is their storage's owner).
+class MappedFile {
+ public:
+  static std::shared_ptr<MappedFile> open(const std::filesystem::path& path, const std::string& context);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  MappedFile(uint8_t* data, uint64_t size) : data_(data), size_(size) {}
+  uint8_t* data_;
+  uint64_t size_;
 };
 
 /// Bytes the caller keeps alive while the source is read.

@@ -8,6 +8,7 @@
 #include "ember/device.h"
 #include "ember/factories.h"
 #include "ember/io/pytorch.h"
+#include "io/byte_source.h"
 #include "io/pickle.h"
 #include "io/pytorch_format.h"
 #include "io/zip_archive.h"
@@ -33,8 +34,8 @@ struct LoadedStorage {
 class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
  public:
   TorchUnpicklePolicy(const internal::ZipReader& zip, std::string prefix, bool big_endian,
-                      const TorchLoadOptions& options)
-      : zip_(zip), prefix_(std::move(prefix)), big_endian_(big_endian), options_(options) {}
+                      const TorchLoadOptions& options, std::shared_ptr<internal::MappedFile> mapped)
+      : zip_(zip), prefix_(std::move(prefix)), big_endian_(big_endian), options_(options), mapped_(std::move(mapped)) {}
 
   PickleNodePtr find_class(const std::string& module, const std::string& name) override {
     if (module == "torch") {
@@ -268,6 +269,18 @@ class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
       fail(context(), ": storage '", key, "' should hold ", numel, " ", dtype_name(dtype),
            " elements but its record has ", entry->size, " bytes");
     const Device device = target_device(location);
+    if (mapped_ && device.is_cpu() && entry->method == 0 && !(big_endian_ && item > 1)) {
+      const uint64_t offset = zip_.data_offset(*entry);
+      if (offset % static_cast<uint64_t>(item) == 0) {
+        auto impl = std::make_shared<ember::detail::TensorImpl>();
+        impl->storage = std::make_shared<ember::detail::Storage>(mapped_->data() + offset, entry->size, mapped_);
+        impl->sizes = Dims{numel};
+        impl->strides = Dims{1};
+        impl->numel = numel;
+        impl->dtype = dtype;
+        return {dtype, numel, Tensor(std::move(impl))};
+      }
+    }
     Tensor data = empty({numel}, TensorOptions(dtype));
     zip_.read(*entry, data.data_ptr());
     if (big_endian_ && item > 1) {
@@ -341,10 +354,12 @@ class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
   std::string prefix_;
   bool big_endian_;
   const TorchLoadOptions& options_;
+  std::shared_ptr<internal::MappedFile> mapped_;  // with TorchLoadOptions::mmap
   std::unordered_map<std::string, LoadedStorage> storages_;
 };
 
-Value load_archive(const internal::ZipReader& zip, const TorchLoadOptions& options) {
+Value load_archive(const internal::ZipReader& zip, const TorchLoadOptions& options,
+                   std::shared_ptr<internal::MappedFile> mapped = nullptr) {
   const std::string& context = zip.context();
   // Every record sits under one folder (the archive's name); data.pkl names it.
   for (const internal::ZipEntry& e : zip.entries())
@@ -378,7 +393,7 @@ Value load_archive(const internal::ZipReader& zip, const TorchLoadOptions& optio
       fail(context, ": unknown byte order '", text, "' in the archive's byteorder record");
   }
   const std::vector<uint8_t> pkl = zip.read_bytes(*pickle, kMaxPickleBytes);
-  TorchUnpicklePolicy policy(zip, prefix, big_endian, options);
+  TorchUnpicklePolicy policy(zip, prefix, big_endian, options, std::move(mapped));
   internal::PickleGraph graph;
   internal::unpickle(pkl, policy, context, graph);
   return internal::to_value(graph.root, context, std::max<size_t>(size_t{1} << 20, pkl.size() * 4));
@@ -407,11 +422,21 @@ Value torch_load(const std::filesystem::path& path, const TorchLoadOptions& opti
       if (n == 4 && !internal::ZipReader::looks_like_zip(head)) fail_not_zip(std::span(head, n), context);
     }
   }
+  if (options.mmap) {
+    // The archive's directory and the pickle are read through the mapping too.
+    std::shared_ptr<internal::MappedFile> mapped = internal::MappedFile::open(path, context);
+    const auto bytes = std::span<const uint8_t>(mapped->data(), mapped->size());
+    if (!internal::ZipReader::looks_like_zip(bytes.first(std::min<size_t>(bytes.size(), 4))))
+      fail_not_zip(bytes.first(std::min<size_t>(bytes.size(), 4)), context);
+    return load_archive(internal::ZipReader::from_bytes(bytes, context), options, std::move(mapped));
+  }
   return load_archive(internal::ZipReader::open(path, context), options);
 }
 
 Value torch_load_from_bytes(std::span<const uint8_t> bytes, std::string_view source, const TorchLoadOptions& options) {
   const std::string context = concat("torch_load_from_bytes(", source, ")");
+  if (options.mmap)
+    fail(context, ": TorchLoadOptions::mmap maps a file; bytes already in memory have nothing to map (use torch_load)");
   if (bytes.size() >= 4 && !internal::ZipReader::looks_like_zip(bytes.first(4))) fail_not_zip(bytes.first(4), context);
   return load_archive(internal::ZipReader::from_bytes(bytes, context), options);
 }

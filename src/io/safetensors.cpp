@@ -18,6 +18,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/tensor_internal.h"
 #include "ember/factories.h"
 #include "ember/io/atomic_file.h"
 #include "io/byte_source.h"
@@ -586,7 +587,9 @@ class HeaderParser : public nlohmann::json_sax<Json> {
   int skip_depth_ = 0;
 };
 
-SafetensorsData load_from(const internal::ByteSource& src) {
+// `mapped`: the file's mapping, when the caller asked for one; tensors then view it.
+SafetensorsData load_from(const internal::ByteSource& src,
+                          const std::shared_ptr<internal::MappedFile>& mapped = nullptr) {
   const std::string& ctx = src.context();
   const uint64_t file_size = src.size();
   EMBER_CHECK(file_size >= 8, ctx, ": the file is ", file_size,
@@ -666,9 +669,20 @@ SafetensorsData load_from(const internal::ByteSource& src) {
     // memcpy, and memcpy from a null pointer is undefined even for 0 bytes (UBSan, found by fuzzing).
     static constexpr int64_t kNoSizes[1] = {0};
     const IntList sizes = e.shape->empty() ? IntList(kNoSizes, 0) : IntList(*e.shape);
-    Tensor t = empty(sizes, TensorOptions(*e.dtype));
     const uint64_t n = e.offsets->second - e.offsets->first;
-    if (n) src.read(8 + header_len + e.offsets->first, t.data_ptr(), n);
+    const uint64_t at = 8 + header_len + e.offsets->first;
+    if (mapped && n && *e.dtype != kBool && at % element_size(*e.dtype) == 0) {
+      auto impl = std::make_shared<ember::detail::TensorImpl>();
+      impl->storage = std::make_shared<ember::detail::Storage>(mapped->data() + at, n, mapped);
+      impl->sizes = Dims(sizes);
+      impl->strides = detail::contiguous_strides(sizes);
+      impl->numel = static_cast<int64_t>(n / element_size(*e.dtype));
+      impl->dtype = *e.dtype;
+      out.tensors.emplace_back(std::move(e.name), Tensor(std::move(impl)));
+      continue;
+    }
+    Tensor t = empty(sizes, TensorOptions(*e.dtype));
+    if (n) src.read(at, t.data_ptr(), n);
     if (*e.dtype == kBool) {
       // A byte other than 0 or 1 is not a valid C++ bool; read it as true, as numpy's nonzero would.
       auto* p = static_cast<uint8_t*>(t.data_ptr());
@@ -717,8 +731,13 @@ std::vector<uint8_t> save_safetensors_to_bytes(const std::map<std::string, Tenso
   return save_items_to_bytes(items_of(tensors), metadata);
 }
 
-SafetensorsData load_safetensors(const std::filesystem::path& path) {
-  return load_from(internal::FileSource(path, concat("load_safetensors(", quote_bounded(path.string()), ")")));
+SafetensorsData load_safetensors(const std::filesystem::path& path, const SafetensorsLoadOptions& options) {
+  std::string context = concat("load_safetensors(", quote_bounded(path.string()), ")");
+  if (options.mmap) {
+    const std::shared_ptr<internal::MappedFile> mapped = internal::MappedFile::open(path, context);
+    return load_from(internal::MemorySource({mapped->data(), mapped->size()}, std::move(context)), mapped);
+  }
+  return load_from(internal::FileSource(path, std::move(context)));
 }
 
 SafetensorsData load_safetensors_from_bytes(std::span<const uint8_t> bytes, std::string_view source) {

@@ -251,7 +251,7 @@ void ZipReader::fail_entry(const ZipEntry& entry, const std::string& what) const
   fail(context(), ": ZIP entry '", entry.name, "': ", what);
 }
 
-void ZipReader::read(const ZipEntry& entry, void* dst) const {
+uint64_t ZipReader::data_offset(const ZipEntry& entry) const {
   // The local header repeats the name and has its own extra field, which decides where the data
   // starts; everything else comes from the central directory.
   uint8_t h[kLocalHeaderSize];
@@ -266,6 +266,11 @@ void ZipReader::read(const ZipEntry& entry, void* dst) const {
   std::string local_name(name_len, '\0');
   source_->read(entry.local_header_offset + kLocalHeaderSize, local_name.data(), name_len);
   if (local_name != entry.name) fail_entry(entry, "its local header names it differently (corrupt archive)");
+  return data_offset;
+}
+
+void ZipReader::read(const ZipEntry& entry, void* dst) const {
+  const uint64_t data_offset = this->data_offset(entry);
 
   auto* out = static_cast<uint8_t*>(dst);
   uLong crc = ::crc32(0L, Z_NULL, 0);

@@ -52,6 +52,9 @@ class ZipReader {
   const std::vector<ZipEntry>& entries() const { return entries_; }
   /// The entry called `name`, or nullptr.
   const ZipEntry* find(std::string_view name) const;
+  /// Where `entry`'s data starts in the archive, after checking its local header (which repeats
+  /// the name and has its own extra field) against the central directory and the file's size.
+  uint64_t data_offset(const ZipEntry& entry) const;
   /// Uncompresses `entry` into dst (exactly entry.size bytes), checking its CRC-32.
   void read(const ZipEntry& entry, void* dst) const;
   /// The whole entry as bytes; refuses entries larger than `max_bytes` (for small records such as

@@ -22,6 +22,7 @@
 #include "ember/ember.h"
 #include "ember/io/safetensors.h"
 #include "support/error_of.h"
+#include "support/mapped_file.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -574,6 +575,47 @@ TEST(SafetensorsAtomic, WriteFailingHalfwayKeepsThePreviousFile) {
   EXPECT_EQ(read_file(path), before);
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"model.safetensors"}));
   expect_same_tensor(load_safetensors(path).at("w"), arange(10, kFloat32), "w");
+}
+
+// ---- memory-mapped loads ----
+
+TEST(SafetensorsMmap, GoldensLoadAsWhenReadAndTensorsViewTheFile) {
+  SafetensorsLoadOptions mapped;
+  mapped.mmap = true;
+  for (const char* name : {"all_dtypes.safetensors", "state_dict.safetensors", "no_tensors.safetensors"}) {
+    SCOPED_TRACE(name);
+    const SafetensorsData read = load_safetensors(golden(name));
+    const SafetensorsData map = load_safetensors(golden(name), mapped);
+    EXPECT_EQ(map.metadata, read.metadata);
+    ASSERT_EQ(map.names(), read.names());
+    for (const auto& [key, t] : read.tensors) {
+      expect_same_tensor(map.at(key), t, key);
+      // Bool tensors are read (their bytes are checked); the rest view the file (the reference
+      // writer, which made these, aligns every tensor: an 8-byte padded header, widest first).
+      if (t.numel() > 0 && t.dtype() != kBool) {
+        EXPECT_TRUE(ember_test::mapped_from(golden(name), map.at(key).data_ptr())) << key;
+      }
+    }
+  }
+}
+
+TEST(SafetensorsMmap, TensorsOutliveTheLoadAndWritesStayInMemory) {
+  TempDir dir("safetensors_mmap");
+  const fs::path path = dir / "w.safetensors";
+  const Tensor w = arange(1000, kFloat32).reshape({10, 100});
+  save_safetensors(path, NamedTensors{{"w", w}, {"b", arange(7, kInt64)}});
+  const std::vector<uint8_t> before = read_file(path);
+  Tensor kept;
+  {
+    SafetensorsLoadOptions mapped;
+    mapped.mmap = true;
+    kept = load_safetensors(path, mapped).at("w");
+  }
+  EXPECT_TRUE(ember_test::mapped_from(path, kept.data_ptr()));
+  expect_same_tensor(kept, w, "w");
+  kept.mul_(2);
+  EXPECT_EQ(kept.select(0, 1).select(0, 0).item<float>(), 200.0f);
+  EXPECT_EQ(read_file(path), before) << "a write to a mapped tensor reached the file";
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ class Storage {
   /// goes back to it.
   Storage(void* data, size_t nbytes, Device device, bool pinned = false)
       : data_(data), nbytes_(nbytes), device_(device), pinned_(pinned) {}
+  /// CPU memory that `owner` keeps alive (a mapped file, say) instead of a backend: released by
+  /// dropping `owner`, never freed through a backend.
+  Storage(void* data, size_t nbytes, std::shared_ptr<const void> owner)
+      : data_(data), nbytes_(nbytes), device_(DeviceType::CPU), owner_(std::move(owner)) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -39,6 +43,7 @@ class Storage {
   size_t nbytes_;
   Device device_;
   bool pinned_ = false;
+  std::shared_ptr<const void> owner_;
   std::atomic<uint32_t> version_{0};
 };
 

@@ -135,6 +135,13 @@ struct TorchLoadOptions {
   /// map_location). A file saved from "cuda:1" on a machine without that GPU fails with
   /// PyTorch's advice to pass map_location.
   std::optional<Device> map_location;
+  /// Maps the file instead of reading it, as torch.load(mmap=True): the load reads no tensor
+  /// data, CPU tensors read their pages of the file on first use (so several processes share
+  /// one copy in the page cache), and writes to them go to private copies that never reach the
+  /// file. Records are then not CRC-checked (PyTorch checks none). Records that cannot be mapped
+  /// (deflated, big-endian, misaligned for their dtype) and tensors bound for another device are
+  /// read as without it. torch_load only: torch_load_from_bytes refuses it.
+  bool mmap = false;
 };
 
 /// Reads a file written by torch.save. Malformed, truncated and disallowed contents are an

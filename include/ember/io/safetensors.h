@@ -62,8 +62,16 @@ std::vector<uint8_t> save_safetensors_to_bytes(const NamedTensors& tensors, cons
 std::vector<uint8_t> save_safetensors_to_bytes(const std::map<std::string, Tensor>& tensors,
                                                const SafetensorsMetadata& metadata = {});
 
+struct SafetensorsLoadOptions {
+  /// Maps the file instead of reading it (safetensors' zero-copy load): each tensor reads its
+  /// pages of the file on first use, processes that map one file share its page cache, and writes
+  /// to a tensor go to private copies that never reach the file. Bool tensors (whose bytes must be
+  /// checked) and tensors misaligned for their dtype are read as without it.
+  bool mmap = false;
+};
+
 /// Reads a safetensors file into CPU tensors.
-SafetensorsData load_safetensors(const std::filesystem::path& path);
+SafetensorsData load_safetensors(const std::filesystem::path& path, const SafetensorsLoadOptions& options = {});
 
 /// Reads safetensors bytes already in memory; `source` names them in error messages.
 SafetensorsData load_safetensors_from_bytes(std::span<const uint8_t> bytes, std::string_view source = "<memory>");
