@@ -30,14 +30,14 @@
 namespace ember::io {
 
 struct Checkpoint {
-  nn::StateDict model;                      // Module::state_dict()
-  optim::OptimizerStateDict optimizer;      // Optimizer::state_dict()
-  std::map<std::string, double> scheduler;  // LRScheduler::state_dict(); empty without one
+  nn::StateDict model;                        // Module::state_dict()
+  optim::OptimizerStateDict optimizer;        // Optimizer::state_dict()
+  std::map<std::string, double> scheduler;    // LRScheduler::state_dict(); empty without one
   std::map<std::string, double> grad_scaler;  // amp::GradScaler::state_dict(); empty without one
-  Tensor rng;                               // get_rng_state(); undefined to leave it out
-  Tensor rng_cuda;                          // cuda::get_rng_state() of the training GPU, or undefined
-  data::DataLoaderState loader;             // the training loader's cursor
-  int64_t epoch = 0;                        // the caller's counters, stored as given
+  Tensor rng;                                 // get_rng_state(); undefined to leave it out
+  Tensor rng_cuda;                            // cuda::get_rng_state() of the training GPU, or undefined
+  data::DataLoaderState loader;               // the training loader's cursor
+  int64_t epoch = 0;                          // the caller's counters, stored as given
   int64_t step = 0;
   std::map<std::string, std::string> extra;  // free-form strings (a run's configuration, ...)
 };
