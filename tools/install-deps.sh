@@ -14,6 +14,7 @@ packages=(
   libcli11-dev                                 # the `ember` command-line tool
   libcairo2-dev fonts-dejavu-core              # curves.png of `ember train` (drawn with cairo)
   nlohmann-json3-dev zlib1g-dev                # configuration files and compressed data sets
+  libisal-dev                                  # fast CRC-32 for torch.save and .npz archives (optional)
   libopenmpi-dev openmpi-bin                   # distributed training: MPI launches ranks and carries CPU tensors
   dataset-fashion-mnist                        # the data set the trainer uses
   "$@"

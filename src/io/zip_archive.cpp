@@ -17,6 +17,10 @@
 #define ZLIB_CONST
 #include <zlib.h>
 
+#ifdef EMBER_HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
+
 #include "backend/cpu/parallel.h"
 #include "core/check.h"
 #include "io/byte_source.h"
@@ -340,26 +344,37 @@ void ZipWriter::emit(const void* data, size_t size) {
   offset_ += size;
 }
 
+namespace {
+
+// CRC-32 (ZIP's, zlib's and gzip's polynomial) of `data`, continuing `crc`.
+uint32_t crc32_update(uint32_t crc, const uint8_t* data, size_t n) {
+#ifdef EMBER_HAVE_ISAL
+  return crc32_gzip_refl(crc, data, n);
+#else
+  for (size_t done = 0; done < n;) {
+    const size_t chunk = std::min<size_t>(n - done, size_t{1} << 30);
+    crc = static_cast<uint32_t>(::crc32(crc, data + done, static_cast<uInt>(chunk)));
+    done += chunk;
+  }
+  return crc;
+#endif
+}
+
+}  // namespace
+
 uint32_t crc32_of(std::span<const uint8_t> data) {
-  // zlib's CRC runs at about 2.5 GB/s on one core, slower than reading a file from the page cache;
-  // chunks on every thread, joined with crc32_combine, keep it off the critical path.
+  // One core computes about 22 GB/s with ISA-L and 2.6 GB/s with zlib, which is slower than
+  // reading a file from the page cache; chunks on every thread, joined with crc32_combine, keep
+  // the check off a load's critical path either way.
   constexpr size_t kChunk = size_t{1} << 20;
-  const auto crc_of = [&](size_t begin, size_t end) {
-    uLong crc = ::crc32(0L, Z_NULL, 0);
-    for (size_t done = begin; done < end;) {
-      const size_t n = std::min<size_t>(end - done, size_t{1} << 30);
-      crc = ::crc32(crc, data.data() + done, static_cast<uInt>(n));
-      done += n;
-    }
-    return crc;
-  };
   const auto chunks =
       static_cast<int64_t>(std::min<size_t>(static_cast<size_t>(cpu::num_threads()), data.size() / kChunk));
-  if (chunks <= 1) return static_cast<uint32_t>(crc_of(0, data.size()));
-  std::vector<uLong> crcs(static_cast<size_t>(chunks));
+  if (chunks <= 1) return crc32_update(0, data.data(), data.size());
+  std::vector<uint32_t> crcs(static_cast<size_t>(chunks));
   const auto bounds = [&](int64_t c) { return data.size() * static_cast<size_t>(c) / static_cast<size_t>(chunks); };
   cpu::parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) crcs[static_cast<size_t>(c)] = crc_of(bounds(c), bounds(c + 1));
+    for (int64_t c = begin; c < end; ++c)
+      crcs[static_cast<size_t>(c)] = crc32_update(0, data.data() + bounds(c), bounds(c + 1) - bounds(c));
   });
   uLong crc = crcs[0];
   for (int64_t c = 1; c < chunks; ++c)
@@ -376,8 +391,7 @@ bool is_ascii(std::string_view s) {
 uint32_t ZipWriter::add(std::string_view name, std::span<const uint8_t> data) {
   if (finished_) fail("ZipWriter::add: the archive is already finished");
   if (name.empty() || name.size() > k16Max) fail("ZipWriter::add: an entry name must be 1 to 65535 bytes long");
-  for (const ZipEntry& e : entries_)
-    if (e.name == name) fail("ZipWriter::add: two entries named '", name, "'");
+  if (!names_.insert(std::string(name)).second) fail("ZipWriter::add: two entries named '", name, "'");
 
   ZipEntry e;
   e.name = std::string(name);

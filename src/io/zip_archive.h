@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace ember::io::internal {
@@ -96,6 +97,7 @@ class ZipWriter {
   uint32_t alignment_;
   uint64_t offset_ = 0;
   std::vector<ZipEntry> entries_;
+  std::unordered_set<std::string> names_;
   bool finished_ = false;
 };
 
