@@ -54,7 +54,10 @@ Bytes deflated(const Bytes& stored) {
       put(*b, e.name.size(), 2);
       put(*b, 0, 2);  // extra
       if (central) {
-        put(*b, 0, 2 + 2 + 2 + 4);  // comment, disk, attributes
+        put(*b, 0, 2);  // comment
+        put(*b, 0, 2);  // disk
+        put(*b, 0, 2);  // internal attributes
+        put(*b, 0, 4);  // external attributes
         put(*b, offset, 4);
       }
       b->insert(b->end(), e.name.begin(), e.name.end());
