@@ -80,6 +80,11 @@ Value::Value(Tensor v) : kind_(Kind::Tensor), tensor_(std::move(v)) {
   if (!tensor_.defined()) fail("io::Value: an undefined tensor cannot be a value (use None: io::Value())");
 }
 
+Value::Value(const char* v) : kind_(Kind::String) {
+  if (v == nullptr) fail("io::Value: a null string pointer cannot be a value (use None: io::Value())");
+  string_ = v;
+}
+
 Value Value::bytes(std::string data) {
   Value v;
   v.kind_ = Kind::Bytes;

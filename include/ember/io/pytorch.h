@@ -59,7 +59,7 @@ class Value {
   Value(double v) : kind_(Kind::Float), float_(v) {}                    // NOLINT
   Value(std::string v) : kind_(Kind::String), string_(std::move(v)) {}  // NOLINT
   Value(std::string_view v) : Value(std::string(v)) {}                  // NOLINT
-  Value(const char* v) : Value(std::string(v)) {}                       // NOLINT
+  Value(const char* v);                                                 // NOLINT
   Value(Tensor v);                                                      // NOLINT
   Value(Dtype v) : kind_(Kind::Dtype), dtype_(v) {}                     // NOLINT
   Value(Device v) : kind_(Kind::Device), device_(v) {}                  // NOLINT
@@ -103,6 +103,10 @@ class Value {
   bool contains(const Value& key) const;
   const Value& operator[](const Value& key) const;
   const Value& operator[](const char* key) const { return (*this)[Value(key)]; }
+  // Integer keys (an optimizer's "state" is keyed by parameter index); `v[0]` must not take the
+  // const char* overload.
+  const Value& operator[](int key) const { return (*this)[Value(key)]; }
+  const Value& operator[](int64_t key) const { return (*this)[Value(key)]; }
   /// Inserts `key` or replaces its value, keeping its position.
   void set(Value key, Value value);
 
