@@ -76,16 +76,20 @@ Tensor make_pinned_tensor(IntList sizes, Dtype dtype) {
   return Tensor(std::move(impl));
 }
 
-namespace {
-Tensor alias_with_geometry(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
+Tensor make_tensor_over(std::shared_ptr<Storage> storage, Dims sizes, Dims strides, int64_t offset, Dtype dtype) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = base.impl().storage;
+  impl->storage = std::move(storage);
   impl->numel = numel_of(sizes);
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);
   impl->offset = offset;
-  impl->dtype = base.dtype();
+  impl->dtype = dtype;
   return Tensor(std::move(impl));
+}
+
+namespace {
+Tensor alias_with_geometry(const Tensor& base, Dims sizes, Dims strides, int64_t offset) {
+  return make_tensor_over(base.impl().storage, std::move(sizes), std::move(strides), offset, base.dtype());
 }
 }  // namespace
 

@@ -15,6 +15,9 @@ Dims contiguous_strides(IntList sizes);
 int64_t numel_of(IntList sizes);
 /// A new contiguous, uninitialised tensor. Throws when the device is unusable.
 Tensor make_tensor(IntList sizes, Dtype dtype, Device device);
+/// A tensor with this geometry over an existing storage: no autograd state, not a view of
+/// anything (the tensors torch_load and the mapped loads make over records they read or map).
+Tensor make_tensor_over(std::shared_ptr<Storage> storage, Dims sizes, Dims strides, int64_t offset, Dtype dtype);
 /// A new contiguous CPU tensor in pinned (page-locked) memory; throws when CUDA is unavailable.
 Tensor make_pinned_tensor(IntList sizes, Dtype dtype);
 /// The result of a view op: a tensor sharing `base`'s storage with new geometry, which

@@ -87,6 +87,13 @@ void FileSource::read(uint64_t offset, void* dst, size_t n) const {
   }
 }
 
+std::vector<uint8_t> read_head(const std::filesystem::path& path, size_t n, const std::string& context) {
+  const FileSource file(path, context);
+  std::vector<uint8_t> head(static_cast<size_t>(std::min<uint64_t>(file.size(), n)));
+  file.read(0, head.data(), head.size());
+  return head;
+}
+
 std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path, const std::string& context) {
   const FileSource file(path, context);  // the same checks and messages as a read
   if (file.size() == 0) fail(context, ": the file is empty");

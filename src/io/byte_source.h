@@ -56,6 +56,10 @@ class FileSource final : public ByteSource {
   uint64_t size_ = 0;
 };
 
+/// The first (up to) n bytes of a file, for readers that tell formats apart by their magic before
+/// they open the file for real; errors (missing, not a regular file) as FileSource's.
+std::vector<uint8_t> read_head(const std::filesystem::path& path, size_t n, const std::string& context);
+
 /// A whole file mapped copy-on-write (MAP_PRIVATE): its pages are read on first touch, and writes
 /// go to private copies that never reach the file. Tensors over it keep it mapped (a shared_ptr
 /// to it is their storage's owner).

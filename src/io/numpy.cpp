@@ -175,10 +175,7 @@ void write_npz(const NamedTensors& tensors, const std::string& context, const in
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reading.
-
-// ---------------------------------------------------------------------------------------------
-// The header: a Python literal, as ast.literal_eval would read it, limited to what can appear in
+// Reading. The header: a Python literal, as ast.literal_eval would read it, limited to what can appear in
 // one (strings, integers, True/False/None, tuples, lists, dicts).
 
 struct PyValue {
@@ -626,12 +623,10 @@ NamedTensors read_npz(const internal::ZipReader& zip) {
   return out;
 }
 
-// ZipReader's own message for a file that is no archive, with a hint when it is a .npy file.
-template <typename Open>
-internal::ZipReader open_npz(Open&& open, std::span<const uint8_t> first_bytes, const std::string& ctx) {
-  if (std::string_view(reinterpret_cast<const char*>(first_bytes.data()), first_bytes.size()).starts_with(kMagic))
+// A .npy file passed for an archive gets a hint; any other non-archive, ZipReader's own message.
+void check_not_npy(std::span<const uint8_t> head, const std::string& ctx) {
+  if (std::string_view(reinterpret_cast<const char*>(head.data()), std::min(head.size(), kMagic.size())) == kMagic)
     detail::fail(ctx, ": this is a .npy file, not an .npz archive (read it with load_npy)");
-  return open();
 }
 
 std::string source_context(const char* function, const std::filesystem::path& path) {
@@ -664,20 +659,14 @@ std::vector<uint8_t> save_npy_to_bytes(const Tensor& tensor) { return npy_bytes(
 
 NamedTensors load_npz(const std::filesystem::path& path) {
   const std::string ctx = source_context("load_npz", path);
-  std::array<uint8_t, 6> first{};
-  size_t n = 0;
-  {
-    const internal::FileSource file(path, ctx);
-    n = static_cast<size_t>(std::min<uint64_t>(file.size(), first.size()));
-    file.read(0, first.data(), n);
-  }
-  return read_npz(open_npz([&] { return internal::ZipReader::open(path, ctx); }, std::span(first.data(), n), ctx));
+  check_not_npy(internal::read_head(path, kMagic.size(), ctx), ctx);
+  return read_npz(internal::ZipReader::open(path, ctx));
 }
 
 NamedTensors load_npz_from_bytes(std::span<const uint8_t> bytes, std::string_view source) {
   const std::string ctx = concat("load_npz_from_bytes(", source, ")");
-  return read_npz(open_npz([&] { return internal::ZipReader::from_bytes(bytes, ctx); },
-                           bytes.first(std::min<size_t>(bytes.size(), 6)), ctx));
+  check_not_npy(bytes, ctx);
+  return read_npz(internal::ZipReader::from_bytes(bytes, ctx));
 }
 
 void save_npz(const std::filesystem::path& path, const NamedTensors& tensors) {

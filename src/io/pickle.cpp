@@ -623,42 +623,50 @@ void Pickler::save_global(std::string_view module, std::string_view name) {
   memoize(nullptr, key);
 }
 
-void Pickler::save_tuple_of(const std::vector<int64_t>& ints) {
-  if (ints.empty()) return put_opcode(kEmptyTuple);
-  if (ints.size() > 3) put_opcode(kMark);
-  for (int64_t v : ints) save_int(v);
-  put_opcode(ints.size() > 3 ? kTuple : static_cast<uint8_t>(kTuple1 + ints.size() - 1));
+// A tuple of n items as CPython writes it: () alone, 1-3 items then TUPLE1-3, more between MARK
+// and TUPLE; non-empty tuples are memoized.
+void Pickler::begin_tuple(size_t n) {
+  if (n > 3) put_opcode(kMark);
+}
+
+void Pickler::end_tuple(size_t n) {
+  if (n == 0) return put_opcode(kEmptyTuple);
+  put_opcode(n > 3 ? kTuple : static_cast<uint8_t>(kTuple1 + n - 1));
   memoize();
+}
+
+void Pickler::save_int_tuple(IntList ints) {
+  begin_tuple(ints.size());
+  for (int64_t v : ints) save_int(v);
+  end_tuple(ints.size());
 }
 
 void Pickler::save_tensor(const Tensor& t) {
   const void* identity = &t.impl();
   if (auto it = memo_by_object_.find(identity); it != memo_by_object_.end()) return put_get(out_, it->second);
   const StorageRef ref = storage_fn_(self_, t);
+  // _rebuild_tensor_v2(storage, offset, sizes, strides, requires_grad, backward_hooks)
   save_global("torch._utils", "_rebuild_tensor_v2");
-  put_opcode(kMark);
+  begin_tuple(6);
   // The persistent id: ('storage', torch.<Type>Storage, key, location, numel).
-  put_opcode(kMark);
+  begin_tuple(5);
   save_str("storage", true);
   save_global("torch", ref.storage_type);
   save_str(ref.key);
   save_str(ref.location, true);
   save_int(ref.numel);
-  put_opcode(kTuple);
-  memoize();
+  end_tuple(5);
   put_opcode(kBinPersId);
   save_int(t.storage_offset());
-  const IntList sizes = t.sizes(), strides = t.strides();
-  save_tuple_of(std::vector<int64_t>(sizes.begin(), sizes.end()));
-  save_tuple_of(std::vector<int64_t>(strides.begin(), strides.end()));
+  save_int_tuple(t.sizes());
+  save_int_tuple(t.strides());
   put_opcode(t.requires_grad() ? 0x88 : 0x89);
   // backward_hooks: an empty OrderedDict.
   save_global("collections", "OrderedDict");
-  put_opcode(kEmptyTuple);
+  end_tuple(0);
   put_opcode(kReduce);
   memoize();
-  put_opcode(kTuple);
-  memoize();
+  end_tuple(6);
   put_opcode(kReduce);
   memoize(identity);
 }
@@ -697,10 +705,10 @@ void Pickler::save(const Value& v, int depth) {
           latin1 += static_cast<char>(0x80 | (u & 0x3f));
         }
       }
+      begin_tuple(2);
       save_str(latin1);
       save_str("latin1", true);
-      put_opcode(kTuple1 + 1);
-      memoize();
+      end_tuple(2);
       put_opcode(kReduce);
       return memoize();
     }
@@ -711,20 +719,19 @@ void Pickler::save(const Value& v, int depth) {
     case Value::Kind::Device: {
       const Device d = v.to_device();
       save_global("torch", "device");
+      const size_t n = d.has_index() ? 2 : 1;
+      begin_tuple(n);
       save_str(device_type_name(d.type()), true);
       if (d.has_index()) save_int(d.index());
-      put_opcode(static_cast<uint8_t>(kTuple1 + (d.has_index() ? 1 : 0)));
-      memoize();
+      end_tuple(n);
       put_opcode(kReduce);
       return memoize();
     }
     case Value::Kind::Tuple: {
       const Value::Items& items = v.items();
-      if (items.empty()) return put_opcode(kEmptyTuple);
-      if (items.size() > 3) put_opcode(kMark);
+      begin_tuple(items.size());
       for (const Value& item : items) save(item, depth + 1);
-      put_opcode(items.size() > 3 ? kTuple : static_cast<uint8_t>(kTuple1 + items.size() - 1));
-      return memoize();
+      return end_tuple(items.size());
     }
     case Value::Kind::List: {
       put_opcode(kEmptyList);
@@ -741,7 +748,7 @@ void Pickler::save(const Value& v, int depth) {
     case Value::Kind::Dict: {
       if (v.is_ordered_dict()) {
         save_global("collections", "OrderedDict");
-        put_opcode(kEmptyTuple);
+        end_tuple(0);
         put_opcode(kReduce);
       } else {
         put_opcode(kEmptyDict);

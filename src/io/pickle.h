@@ -106,7 +106,9 @@ class Pickler {
   void save_str(std::string_view s, bool memoize_by_content = false);
   void save_int(int64_t v);
   void save_global(std::string_view module, std::string_view name);
-  void save_tuple_of(const std::vector<int64_t>& ints);
+  void begin_tuple(size_t n);
+  void end_tuple(size_t n);
+  void save_int_tuple(IntList ints);
   void memoize(const void* identity = nullptr, std::string key = {});
   void put_opcode(uint8_t op) { out_.push_back(op); }
   void put_bytes(const void* p, size_t n);

@@ -1,10 +1,10 @@
 // torch_load: torch.save's ZIP archive (data.pkl plus one record per storage) read with an
 // allow-list of globals, as torch.load(weights_only=True) does: no code from the file runs.
 #include <algorithm>
-#include <cstring>
 #include <unordered_map>
 
 #include "core/check.h"
+#include "core/tensor_internal.h"
 #include "ember/device.h"
 #include "ember/factories.h"
 #include "ember/io/pytorch.h"
@@ -27,7 +27,6 @@ constexpr uint64_t kMaxPickleBytes = uint64_t{1} << 30;
 
 struct LoadedStorage {
   Dtype dtype;
-  int64_t numel;
   Tensor data;  // 1-D, contiguous, on the target device
 };
 
@@ -82,13 +81,13 @@ class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
       if (a.size() < expected || a.size() > expected + 1)
         fail(context(), ": ", f.name, " called with ", a.size(), " arguments, not ", expected);
       Tensor t = rebuild_tensor(*a[0], *a[1], *a[2], *a[3]);
-      if (expected == 6) set_requires_grad(t, *a[4]);
+      if (expected == 6) set_requires_grad(t, bool_arg(*a[4], "requires_grad"));
       return PickleNode::make_leaf(Value(std::move(t)));
     }
     if (fn == "torch._utils._rebuild_parameter" || fn == "torch._utils._rebuild_parameter_with_state") {
       if (a.size() < 3 || !a[0]->leaf.is_tensor()) fail(context(), ": ", f.name, " needs a tensor and requires_grad");
       Tensor t = a[0]->leaf.to_tensor();
-      set_requires_grad(t, *a[1]);
+      set_requires_grad(t, bool_arg(*a[1], "requires_grad"));
       return PickleNode::make_leaf(Value(std::move(t)));
     }
     if (fn == "torch._tensor._rebuild_from_type_v2") {
@@ -107,10 +106,7 @@ class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
     if (fn == "torch.nn.parameter.Parameter") {  // Parameter(data[, requires_grad])
       if (a.empty() || !a[0]->leaf.is_tensor()) fail(context(), ": Parameter(...) needs a tensor");
       Tensor t = a[0]->leaf.to_tensor();
-      if (a.size() > 1)
-        set_requires_grad(t, *a[1]);
-      else
-        set_requires_grad(t, *PickleNode::make_leaf(Value(true)));
+      set_requires_grad(t, a.size() > 1 ? bool_arg(*a[1], "requires_grad") : true);
       return PickleNode::make_leaf(Value(std::move(t)));
     }
     if (fn == "torch.device") {
@@ -226,10 +222,14 @@ class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
     return out;
   }
 
-  void set_requires_grad(Tensor& t, const PickleNode& flag) const {
+  bool bool_arg(const PickleNode& flag, const char* what) const {
     if (flag.kind != PickleNode::Kind::Leaf || flag.leaf.kind() != Value::Kind::Bool)
-      fail(context(), ": requires_grad must be a bool");
-    if (!flag.leaf.to_bool()) return;
+      fail(context(), ": ", what, " must be a bool");
+    return flag.leaf.to_bool();
+  }
+
+  void set_requires_grad(Tensor& t, bool requires_grad) const {
+    if (!requires_grad) return;
     if (!is_floating_point(t.dtype()))
       fail(context(), ": a ", dtype_name(t.dtype()),
            " tensor is marked requires_grad; only floating-point tensors can be");
@@ -271,15 +271,10 @@ class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
     const Device device = target_device(location);
     if (mapped_ && device.is_cpu() && entry->method == 0 && !(big_endian_ && item > 1)) {
       const uint64_t offset = zip_.data_offset(*entry);
-      if (offset % static_cast<uint64_t>(item) == 0) {
-        auto impl = std::make_shared<ember::detail::TensorImpl>();
-        impl->storage = std::make_shared<ember::detail::Storage>(mapped_->data() + offset, entry->size, mapped_);
-        impl->sizes = Dims{numel};
-        impl->strides = Dims{1};
-        impl->numel = numel;
-        impl->dtype = dtype;
-        return {dtype, numel, Tensor(std::move(impl))};
-      }
+      if (offset % static_cast<uint64_t>(item) == 0)
+        return {dtype, ember::detail::make_tensor_over(
+                           std::make_shared<ember::detail::Storage>(mapped_->data() + offset, entry->size, mapped_),
+                           Dims{numel}, Dims{1}, 0, dtype)};
     }
     Tensor data = empty({numel}, TensorOptions(dtype));
     zip_.read(*entry, data.data_ptr());
@@ -297,7 +292,7 @@ class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
                  : ". Pass TorchLoadOptions{.map_location = ember::Device(\"cpu\")} to load it on the CPU");
       }
     }
-    return {dtype, numel, std::move(data)};
+    return {dtype, std::move(data)};
   }
 
   Tensor rebuild_tensor(const PickleNode& storage, const PickleNode& offset, const PickleNode& size,
@@ -331,17 +326,11 @@ class TorchUnpicklePolicy final : public internal::UnpicklePolicy {
           (__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) || __builtin_add_overflow(last, reach, &last)))
         fail(context(), ": a tensor's strides overflow 64 bits");
     }
-    if (numel > 0 && (off > s.numel || last >= s.numel - off))
+    const int64_t storage_numel = s.data.numel();
+    if (numel > 0 && (off > storage_numel || last >= storage_numel - off))
       fail(context(), ": a tensor of size ", shape_text(sizes), " with strides ", shape_text(strides), " at offset ",
-           off, " reaches past its storage of ", s.numel, " elements");
-    auto impl = std::make_shared<ember::detail::TensorImpl>();
-    impl->storage = s.data.impl().storage;
-    impl->sizes = Dims(IntList(sizes));
-    impl->strides = Dims(IntList(strides));
-    impl->offset = off;
-    impl->numel = numel;
-    impl->dtype = s.dtype;
-    return Tensor(std::move(impl));
+           off, " reaches past its storage of ", storage_numel, " elements");
+    return ember::detail::make_tensor_over(s.data.impl().storage, IntList(sizes), IntList(strides), off, s.dtype);
   }
 
   static std::string shape_text(const std::vector<int64_t>& v) {
@@ -399,9 +388,11 @@ Value load_archive(const internal::ZipReader& zip, const TorchLoadOptions& optio
   return internal::to_value(graph.root, context, std::max<size_t>(size_t{1} << 20, pkl.size() * 4));
 }
 
-[[noreturn]] void fail_not_zip(std::span<const uint8_t> head, const std::string& context) {
+// Files that are not ZIP archives get a message saying what they are instead.
+void check_is_zip(std::span<const uint8_t> head, const std::string& context) {
+  if (head.size() < 4 || internal::ZipReader::looks_like_zip(head.first(4))) return;  // the reader says the rest
   // The pre-1.6 format is a sequence of pickles starting with a magic number as a LONG1.
-  if (head.size() >= 2 && head[0] == 0x80 && head[1] <= 5)
+  if (head[0] == 0x80 && head[1] <= 5)
     fail(context,
          ": this file uses torch.save's legacy format (PyTorch before 1.6, or "
          "_use_new_zipfile_serialization=False), which ember does not read; re-save it with a recent PyTorch: "
@@ -413,21 +404,11 @@ Value load_archive(const internal::ZipReader& zip, const TorchLoadOptions& optio
 
 Value torch_load(const std::filesystem::path& path, const TorchLoadOptions& options) {
   const std::string context = concat("torch_load('", path.string(), "')");
-  {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (f) {
-      uint8_t head[4] = {};
-      const size_t n = std::fread(head, 1, 4, f);
-      std::fclose(f);
-      if (n == 4 && !internal::ZipReader::looks_like_zip(head)) fail_not_zip(std::span(head, n), context);
-    }
-  }
+  check_is_zip(internal::read_head(path, 4, context), context);
   if (options.mmap) {
     // The archive's directory and the pickle are read through the mapping too.
     std::shared_ptr<internal::MappedFile> mapped = internal::MappedFile::open(path, context);
     const auto bytes = std::span<const uint8_t>(mapped->data(), mapped->size());
-    if (!internal::ZipReader::looks_like_zip(bytes.first(std::min<size_t>(bytes.size(), 4))))
-      fail_not_zip(bytes.first(std::min<size_t>(bytes.size(), 4)), context);
     return load_archive(internal::ZipReader::from_bytes(bytes, context), options, std::move(mapped));
   }
   return load_archive(internal::ZipReader::open(path, context), options);
@@ -437,7 +418,7 @@ Value torch_load_from_bytes(std::span<const uint8_t> bytes, std::string_view sou
   const std::string context = concat("torch_load_from_bytes(", source, ")");
   if (options.mmap)
     fail(context, ": TorchLoadOptions::mmap maps a file; bytes already in memory have nothing to map (use torch_load)");
-  if (bytes.size() >= 4 && !internal::ZipReader::looks_like_zip(bytes.first(4))) fail_not_zip(bytes.first(4), context);
+  check_is_zip(bytes, context);
   return load_archive(internal::ZipReader::from_bytes(bytes, context), options);
 }
 

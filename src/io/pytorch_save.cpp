@@ -2,11 +2,11 @@
 // .format_version, .storage_alignment, byteorder, one record per storage under data/, version,
 // .data/serialization_id, each record aligned to 64 bytes.
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <unordered_map>
 
 #include "core/check.h"
+#include "core/tensor_internal.h"
 #include "ember/io/atomic_file.h"
 #include "ember/io/pytorch.h"
 #include "io/pickle.h"
@@ -97,30 +97,10 @@ class SavePlan {
   std::unordered_map<const ember::detail::Storage*, size_t> index_;
 };
 
-// The bytes of a record, on the host: the storage itself on the CPU, a copy otherwise.
-struct RecordBytes {
-  std::vector<uint8_t> copy;
-  std::span<const uint8_t> bytes;
-};
-
-RecordBytes record_bytes(const StorageRecord& r) {
-  const size_t n = static_cast<size_t>(r.numel) * element_size(r.dtype);
-  RecordBytes out;
-  if (r.storage->device().is_cpu()) {
-    out.bytes = std::span(static_cast<const uint8_t*>(r.storage->data()), n);
-    return out;
-  }
-  auto impl = std::make_shared<ember::detail::TensorImpl>();
-  impl->storage = r.storage;
-  impl->sizes = Dims{r.numel};
-  impl->strides = Dims{1};
-  impl->numel = r.numel;
-  impl->dtype = r.dtype;
-  const Tensor host = Tensor(std::move(impl)).to(Device(DeviceType::CPU));
-  const auto* p = static_cast<const uint8_t*>(host.data_ptr());
-  out.copy.assign(p, p + n);
-  out.bytes = out.copy;
-  return out;
+// A record's elements as a CPU tensor: the storage itself on the CPU, a copy from elsewhere.
+Tensor record_on_host(const StorageRecord& r) {
+  const Tensor t = ember::detail::make_tensor_over(r.storage, Dims{r.numel}, Dims{1}, 0, r.dtype);
+  return t.device().is_cpu() ? t : t.to(Device(DeviceType::CPU));
 }
 
 // PyTorch writes a random 40-digit id; ember derives one from the contents, so that saving the
@@ -153,10 +133,11 @@ void write_archive(const Value& value, std::string_view archive_name, const std:
   zip.add(prefix + "byteorder", "little");
   uint64_t h1 = internal::crc32_of(pkl), h2 = 0x9e3779b97f4a7c15ull ^ pkl.size();
   for (const StorageRecord& r : plan.records()) {
-    const RecordBytes record = record_bytes(r);
-    const uint32_t crc = zip.add(prefix + "data/" + r.key, record.bytes);
+    const Tensor record = record_on_host(r);
+    const auto bytes = std::span(static_cast<const uint8_t*>(record.data_ptr()), record.nbytes());
+    const uint32_t crc = zip.add(prefix + "data/" + r.key, bytes);
     h1 = h1 * 1099511628211ull ^ crc;
-    h2 = (h2 ^ crc) * 0xff51afd7ed558ccdull + record.bytes.size();
+    h2 = (h2 ^ crc) * 0xff51afd7ed558ccdull + bytes.size();
   }
   zip.add(prefix + "version", "3\n");
   zip.add(prefix + ".data/serialization_id", serialization_id(h1, h2));

@@ -235,17 +235,17 @@ size_t Value::size() const {
   }
 }
 
-bool Value::contains(const Value& key) const {
+const Value* Value::find(const Value& key) const {
   const std::string id = dict_key_identity(key);
   for (const auto& [k, v] : dict_items())
-    if (dict_key_identity(k) == id) return true;
-  return false;
+    if (dict_key_identity(k) == id) return &v;
+  return nullptr;
 }
 
+bool Value::contains(const Value& key) const { return find(key) != nullptr; }
+
 const Value& Value::operator[](const Value& key) const {
-  const std::string id = dict_key_identity(key);
-  for (const auto& [k, v] : dict_items())
-    if (dict_key_identity(k) == id) return v;
+  if (const Value* v = find(key)) return *v;
   std::string keys;
   for (size_t i = 0; i < dict_.size() && i < 20; ++i) keys += (i ? ", " : "") + dict_[i].first.summary(40);
   if (dict_.size() > 20) keys += concat(", ... (", dict_.size(), " keys)");
@@ -253,14 +253,10 @@ const Value& Value::operator[](const Value& key) const {
 }
 
 void Value::set(Value key, Value value) {
-  const std::string id = dict_key_identity(key);
-  for (auto& [k, v] : dict_items()) {
-    if (dict_key_identity(k) == id) {
-      v = std::move(value);
-      return;
-    }
-  }
-  dict_.emplace_back(std::move(key), std::move(value));
+  if (const Value* v = find(key))
+    *const_cast<Value*>(v) = std::move(value);  // find() on this non-const dict
+  else
+    dict_items().emplace_back(std::move(key), std::move(value));
 }
 
 std::string Value::summary(size_t max_chars) const {

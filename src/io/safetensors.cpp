@@ -672,13 +672,9 @@ SafetensorsData load_from(const internal::ByteSource& src,
     const uint64_t n = e.offsets->second - e.offsets->first;
     const uint64_t at = 8 + header_len + e.offsets->first;
     if (mapped && n && *e.dtype != kBool && at % element_size(*e.dtype) == 0) {
-      auto impl = std::make_shared<ember::detail::TensorImpl>();
-      impl->storage = std::make_shared<ember::detail::Storage>(mapped->data() + at, n, mapped);
-      impl->sizes = Dims(sizes);
-      impl->strides = detail::contiguous_strides(sizes);
-      impl->numel = static_cast<int64_t>(n / element_size(*e.dtype));
-      impl->dtype = *e.dtype;
-      out.tensors.emplace_back(std::move(e.name), Tensor(std::move(impl)));
+      out.tensors.emplace_back(
+          std::move(e.name), detail::make_tensor_over(std::make_shared<detail::Storage>(mapped->data() + at, n, mapped),
+                                                      sizes, detail::contiguous_strides(sizes), 0, *e.dtype));
       continue;
     }
     Tensor t = empty(sizes, TensorOptions(*e.dtype));

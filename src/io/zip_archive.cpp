@@ -149,32 +149,32 @@ void ZipReader::read_central_directory() {
   uint64_t cd_size = get32(end + 12), cd_offset = get32(end + 16);
   uint64_t cd_end_limit = end_offset;  // the central directory lies before this
 
+  // A ZIP64 locator sits just before the end record when the archive needs 64-bit fields.
   const bool zip64 = disk_entries == k16Max || entries == k16Max || cd_size == k32Max || cd_offset == k32Max;
-  if (zip64 || (end_offset >= kZip64LocatorSize)) {
-    // A ZIP64 locator sits just before the end record when the archive needs 64-bit fields.
-    if (end_offset >= kZip64LocatorSize) {
-      uint8_t loc[kZip64LocatorSize];
-      source_->read(end_offset - kZip64LocatorSize, loc, kZip64LocatorSize);
-      if (get32(loc) == kZip64LocatorSig) {
-        const uint64_t z_end = get64(loc + 8);
-        if (get32(loc + 16) > 1) fail(context(), ": multi-disk ZIP archives are not supported");
-        if (z_end > end_offset - kZip64LocatorSize || end_offset - kZip64LocatorSize - z_end < kZip64EndSize)
-          fail(context(), ": corrupt ZIP64 locator (its record offset ", z_end, " is outside the archive)");
-        uint8_t rec[kZip64EndSize];
-        source_->read(z_end, rec, kZip64EndSize);
-        if (get32(rec) != kZip64EndSig) fail(context(), ": corrupt ZIP64 end record (bad signature)");
-        disk = get32(rec + 16);
-        cd_disk = get32(rec + 20);
-        disk_entries = get64(rec + 24);
-        entries = get64(rec + 32);
-        cd_size = get64(rec + 40);
-        cd_offset = get64(rec + 48);
-        cd_end_limit = z_end;
-      } else if (zip64) {
-        fail(context(), ": the end record needs ZIP64 fields but there is no ZIP64 locator (corrupt archive)");
-      }
+  bool has_locator = false;
+  if (end_offset >= kZip64LocatorSize) {
+    uint8_t loc[kZip64LocatorSize];
+    source_->read(end_offset - kZip64LocatorSize, loc, kZip64LocatorSize);
+    has_locator = get32(loc) == kZip64LocatorSig;
+    if (has_locator) {
+      const uint64_t z_end = get64(loc + 8);
+      if (get32(loc + 16) > 1) fail(context(), ": multi-disk ZIP archives are not supported");
+      if (z_end > end_offset - kZip64LocatorSize || end_offset - kZip64LocatorSize - z_end < kZip64EndSize)
+        fail(context(), ": corrupt ZIP64 locator (its record offset ", z_end, " is outside the archive)");
+      uint8_t rec[kZip64EndSize];
+      source_->read(z_end, rec, kZip64EndSize);
+      if (get32(rec) != kZip64EndSig) fail(context(), ": corrupt ZIP64 end record (bad signature)");
+      disk = get32(rec + 16);
+      cd_disk = get32(rec + 20);
+      disk_entries = get64(rec + 24);
+      entries = get64(rec + 32);
+      cd_size = get64(rec + 40);
+      cd_offset = get64(rec + 48);
+      cd_end_limit = z_end;
     }
   }
+  if (zip64 && !has_locator)
+    fail(context(), ": the end record needs ZIP64 fields but there is no ZIP64 locator (corrupt archive)");
   if (disk != 0 || cd_disk != 0 || disk_entries != entries)
     fail(context(), ": multi-disk (split) ZIP archives are not supported");
   if (cd_offset > cd_end_limit || cd_size > cd_end_limit - cd_offset)
@@ -277,11 +277,9 @@ void ZipReader::read(const ZipEntry& entry, void* dst) const {
   const uint64_t data_offset = this->data_offset(entry);
 
   auto* out = static_cast<uint8_t*>(dst);
-  uLong crc = ::crc32(0L, Z_NULL, 0);
   constexpr size_t kChunk = size_t{1} << 24;
   if (entry.method == 0) {
     source_->read(data_offset, out, static_cast<size_t>(entry.size));
-    crc = crc32_of(std::span<const uint8_t>(out, static_cast<size_t>(entry.size)));
   } else {
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail_entry(entry, "zlib could not start inflating");
@@ -312,14 +310,15 @@ void ZipReader::read(const ZipEntry& entry, void* dst) const {
       const uint64_t wrote = (room ? room : 1) - z.avail_out;
       if (!room && wrote)
         fail_entry(entry, concat("its data inflates to more than the declared ", entry.size, " bytes"));
-      if (room) crc = ::crc32(crc, out + produced, static_cast<uInt>(wrote));
       produced += room ? wrote : 0;
       if (rc == Z_BUF_ERROR && z.avail_in != 0) fail_entry(entry, "corrupt deflated data (zlib made no progress)");
     }
     if (produced != entry.size)
       fail_entry(entry, concat("its data inflates to ", produced, " bytes, not the declared ", entry.size));
   }
-  if (static_cast<uint32_t>(crc) != entry.crc32) fail_entry(entry, "CRC-32 mismatch: the data is corrupt");
+  // One check for both kinds, over the data in memory (on every thread; see crc32_of).
+  if (crc32_of(std::span<const uint8_t>(out, static_cast<size_t>(entry.size))) != entry.crc32)
+    fail_entry(entry, "CRC-32 mismatch: the data is corrupt");
 }
 
 std::vector<uint8_t> ZipReader::read_bytes(const ZipEntry& entry, uint64_t max_bytes) const {

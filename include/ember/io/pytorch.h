@@ -121,6 +121,9 @@ class Value {
   friend bool operator==(const Value& a, const Value& b);
 
  private:
+  /// The value under `key` in this dict, or nullptr.
+  const Value* find(const Value& key) const;
+
   Kind kind_ = Kind::None;
   bool ordered_ = false;
   bool bool_ = false;
