@@ -1,5 +1,6 @@
 // Tensor printing must match PyTorch's repr() byte for byte: the golden cases printed by PyTorch
-// 1.13 (../shared/golden/print_public.jsonl) and the example gallery of the spec (section 3.12).
+// 1.13 (tests/core/golden/print_public.jsonl, written by tools/gen_print_golden.py) and the example
+// gallery of the spec (section 3.12).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,10 +21,9 @@
 #include "ember/print.h"
 #include "ember/tensor.h"
 
-#ifndef EMBER_SHARED_DIR
-#error "tests/CMakeLists.txt defines EMBER_SHARED_DIR: the folder holding golden/"
+#ifndef EMBER_SOURCE_DIR
+#error "tests/CMakeLists.txt defines EMBER_SOURCE_DIR: the checkout holding tests/core/golden/"
 #endif
-
 
 namespace ember {
 namespace {
@@ -90,7 +90,7 @@ double parse_real(const nlohmann::json& value) {
 }
 
 std::vector<GoldenCase> load_golden_cases() {
-  const std::string path = std::string(EMBER_SHARED_DIR) + "/golden/print_public.jsonl";
+  const std::string path = EMBER_SOURCE_DIR "/tests/core/golden/print_public.jsonl";
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open " + path);
   std::vector<GoldenCase> cases;
