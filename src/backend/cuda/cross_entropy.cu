@@ -103,10 +103,10 @@ __global__ void __launch_bounds__(kThreads) weight_total_kernel(const T* weight,
 // target out of range was recorded by the forward pass; here its row is simply ignored.
 // `weight_total` is W on the device, or null for C (no weight).
 template <typename T>
-__global__ void cross_entropy_backward_kernel(const T* grad_loss, const T* x, const int64_t* target, const T* weight,
-                                              int64_t ignore_index, bool smooth, kernels::LabelSmoothing<T> smoothing,
-                                              const T* weight_total, const T* stats, T* grad_x, int64_t total,
-                                              int64_t n) {
+__global__ void __launch_bounds__(kBlockThreads)
+    cross_entropy_backward_kernel(const T* grad_loss, const T* x, const int64_t* target, const T* weight,
+                                  int64_t ignore_index, bool smooth, kernels::LabelSmoothing<T> smoothing,
+                                  const T* weight_total, const T* stats, T* grad_x, int64_t total, int64_t n) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
     const int64_t row = i / n, j = i - row * n;

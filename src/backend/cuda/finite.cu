@@ -22,7 +22,8 @@ struct FiniteBatch {
 // Elements are read as unsigned integers of their width, as copy.cu moves them: finiteness is a
 // test of the exponent bits (kernels/finite_bits.h, shared with the CPU).
 template <typename Bits>
-__global__ void nonfinite_kernel(FiniteBatch<Bits> batch, Bits mask, bool* all_finite) {
+__global__ void __launch_bounds__(kBlockThreads)
+    nonfinite_kernel(FiniteBatch<Bits> batch, Bits mask, bool* all_finite) {
   const Bits* data = batch.data[blockIdx.y];
   const int64_t n = batch.numel[blockIdx.y];
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;

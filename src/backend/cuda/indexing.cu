@@ -28,6 +28,12 @@
 // int32 and int64 use the hardware's atomicAdd; the 8- and 16-bit types (including float16 and
 // bfloat16, which add in float and round once, as on the CPU) use a compare-and-swap loop on the
 // aligned 32-bit word that holds them; bool adds as logical or, which is a plain store of true.
+// Under use_deterministic_algorithms (as PyTorch's scatter_add_ then is), floating-point
+// scatter_add runs one thread per column of the index along `dim` instead (index_geometry.h's
+// scatter_add_column), which adds in the CPU's order and gives its result bit for bit; slower
+// when the index has few columns (a 1-d index is one thread). Integer and bool sums are exact in
+// any order, so they keep the atomics. This also makes the backward of gather and index_select,
+// which scatter_add, deterministic.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -42,6 +48,7 @@
 #include "backend/cuda/launch.h"
 #include "backend/cuda/runtime.h"
 #include "core/check.h"
+#include "ember/backends.h"
 #include "kernels/dtype_dispatch.h"
 
 namespace ember::cuda_impl {
@@ -56,8 +63,9 @@ __device__ inline int64_t index_at(const int64_t* index, const IndexGeometry& g,
 }
 
 template <typename T>
-__global__ void gather_kernel(const T* x, const int64_t* index, T* out, IndexGeometry g, int64_t total,
-                              IndexErrorRecord* record, IndexOp op) {
+__global__ void __launch_bounds__(kBlockThreads)
+    gather_kernel(const T* x, const int64_t* index, T* out, IndexGeometry g, int64_t total, IndexErrorRecord* record,
+                  IndexOp op) {
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     if (!gather_at(x, index, out, g, i)) record_bad_index(record, op, index_at(index, g, i), g.dim, g.bound);
   }
@@ -111,8 +119,9 @@ struct AtomicAdd {
 };
 
 template <typename T>
-__global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, IndexGeometry g, int64_t total,
-                                   IndexErrorRecord* record) {
+__global__ void __launch_bounds__(kBlockThreads)
+    scatter_add_kernel(T* out, const int64_t* index, const T* src, IndexGeometry g, int64_t total,
+                       IndexErrorRecord* record) {
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     if (!scatter_add_at(out, index, src, g, i, AtomicAdd{})) {
       record_bad_index(record, IndexOp::ScatterAdd, index_at(index, g, i), g.dim, g.bound);
@@ -120,9 +129,23 @@ __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, I
   }
 }
 
+// The deterministic form: one thread per column (index_geometry.h), elements added in order.
+template <typename T>
+__global__ void __launch_bounds__(kBlockThreads)
+    scatter_add_columns_kernel(T* out, const int64_t* index, const T* src, IndexGeometry columns, int64_t length,
+                               int64_t count, IndexErrorRecord* record) {
+  for (int64_t c = grid_start(); c < count; c += grid_stride()) {
+    const int64_t bad = scatter_add_column(out, index, src, columns, length, c, SequentialAdd{});
+    if (bad >= 0) {
+      const int64_t at = index_offsets(columns, c).index + bad * columns.index_strides[columns.dim];
+      record_bad_index(record, IndexOp::ScatterAdd, index[at], columns.dim, columns.bound);
+    }
+  }
+}
+
 // EMBER_CUDA_CHECK_INDICES=1: the row-major position of the first index outside [0, bound).
-__global__ void first_bad_index_kernel(const int64_t* index, IndexGeometry g, int64_t total,
-                                       unsigned long long* first_bad) {
+__global__ void __launch_bounds__(kBlockThreads)
+    first_bad_index_kernel(const int64_t* index, IndexGeometry g, int64_t total, unsigned long long* first_bad) {
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const int64_t v = index[index_offsets(g, i).index];
     if (v < 0 || v >= g.bound) atomicMin(first_bad, static_cast<unsigned long long>(i));
@@ -240,6 +263,16 @@ void CudaBackend::scatter_add(const TensorView& out, int64_t dim, const TensorVi
   const int64_t total = index.numel();
   const cudaStream_t stream = current_stream(out.device_index);
   IndexErrorRecord* record = index_error_record(out.device_index);
+  if (is_floating_point(out.dtype) && are_deterministic_algorithms_enabled()) {
+    const int64_t length = g.sizes[g.dim], count = total / length;
+    const Launch1d lc = launch_1d(count);
+    kernels::dispatch_floating(out.dtype, "scatter_add", [&]<typename T>() {
+      scatter_add_columns_kernel<T><<<lc.blocks, lc.threads, 0, stream>>>(
+          out.ptr<T>(), index.ptr<const int64_t>(), src.ptr<const T>(), column_geometry(g), length, count, record);
+    });
+    check_launch("scatter_add");
+    return;
+  }
   const Launch1d l = launch_1d(total);
   kernels::dispatch_all(out.dtype, "scatter_add", [&]<typename T>() {
     scatter_add_kernel<T><<<l.blocks, l.threads, 0, stream>>>(out.ptr<T>(), index.ptr<const int64_t>(),

@@ -51,7 +51,8 @@ __device__ inline int64_t grid_start() { return static_cast<int64_t>(blockIdx.x)
 __device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 template <typename T>
-__global__ void max_pool_kernel(const T* x, T* y, int64_t* indices, PoolGeometry g, int64_t total) {
+__global__ void __launch_bounds__(kBlockThreads)
+    max_pool_kernel(const T* x, T* y, int64_t* indices, PoolGeometry g, int64_t total) {
   const int64_t in_plane = g.h.in * g.w.in;
   for (int64_t o = grid_start(); o < total; o += grid_stride()) {
     const PlanePos p = plane_pos(o, g.h.out, g.w.out);
@@ -62,7 +63,7 @@ __global__ void max_pool_kernel(const T* x, T* y, int64_t* indices, PoolGeometry
 }
 
 template <typename T>
-__global__ void avg_pool_kernel(const T* x, T* y, PoolGeometry g, int64_t total) {
+__global__ void __launch_bounds__(kBlockThreads) avg_pool_kernel(const T* x, T* y, PoolGeometry g, int64_t total) {
   const int64_t in_plane = g.h.in * g.w.in;
   for (int64_t o = grid_start(); o < total; o += grid_stride()) {
     const PlanePos p = plane_pos(o, g.h.out, g.w.out);
@@ -71,7 +72,8 @@ __global__ void avg_pool_kernel(const T* x, T* y, PoolGeometry g, int64_t total)
 }
 
 template <typename T>
-__global__ void max_pool_backward_kernel(const T* gy, const int64_t* indices, T* gx, PoolGeometry g, int64_t total) {
+__global__ void __launch_bounds__(kBlockThreads)
+    max_pool_backward_kernel(const T* gy, const int64_t* indices, T* gx, PoolGeometry g, int64_t total) {
   const int64_t out_plane = g.h.out * g.w.out;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const PlanePos p = plane_pos(i, g.h.in, g.w.in);
@@ -80,7 +82,8 @@ __global__ void max_pool_backward_kernel(const T* gy, const int64_t* indices, T*
 }
 
 template <typename T>
-__global__ void avg_pool_backward_kernel(const T* gy, T* gx, PoolGeometry g, int64_t total) {
+__global__ void __launch_bounds__(kBlockThreads)
+    avg_pool_backward_kernel(const T* gy, T* gx, PoolGeometry g, int64_t total) {
   const int64_t out_plane = g.h.out * g.w.out;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const PlanePos p = plane_pos(i, g.h.in, g.w.in);

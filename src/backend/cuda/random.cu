@@ -39,7 +39,8 @@ GeneratorState reserve(int device, uint64_t counters, const char* op) {
 
 // One thread per Philox block (grid-stride): each block yields Sampler::kPerCounter elements.
 template <typename T, typename Sampler>
-__global__ void random_kernel(T* out, uint64_t n, uint64_t blocks, uint64_t seed, uint64_t offset, Sampler s) {
+__global__ void __launch_bounds__(kBlockThreads)
+    random_kernel(T* out, uint64_t n, uint64_t blocks, uint64_t seed, uint64_t offset, Sampler s) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t g = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < blocks; g += stride) {
     kernels::philox_visit_block(seed, offset, g, Sampler::kPerCounter, n,
@@ -60,8 +61,8 @@ void launch_random(const TensorView& out, const Sampler& s, const char* op) {
 
 // ---- randperm: sort iota by random 64-bit keys ----
 
-__global__ void randperm_keys_kernel(uint64_t* keys, int64_t* values, uint64_t n, uint64_t blocks, uint64_t seed,
-                                     uint64_t offset) {
+__global__ void __launch_bounds__(kBlockThreads)
+    randperm_keys_kernel(uint64_t* keys, int64_t* values, uint64_t n, uint64_t blocks, uint64_t seed, uint64_t offset) {
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
   for (uint64_t g = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; g < blocks; g += stride) {
     kernels::philox_visit_block(seed, offset, g, 2, n, [&](uint64_t i, const Philox4& b, int lane) {
@@ -72,7 +73,7 @@ __global__ void randperm_keys_kernel(uint64_t* keys, int64_t* values, uint64_t n
 }
 
 template <typename T>
-__global__ void convert_index_kernel(T* out, const int64_t* values, int64_t n) {
+__global__ void __launch_bounds__(kBlockThreads) convert_index_kernel(T* out, const int64_t* values, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {

@@ -12,8 +12,9 @@ namespace ember::cuda_impl {
 namespace {
 
 template <typename T>
-__global__ void lstm_cell_kernel(const T* input_gates, const T* hidden_gates, const T* cx, T* hy, T* cy, int64_t total,
-                                 int64_t hidden) {
+__global__ void __launch_bounds__(kBlockThreads)
+    lstm_cell_kernel(const T* input_gates, const T* hidden_gates, const T* cx, T* hy, T* cy, int64_t total,
+                     int64_t hidden) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += stride) {
     const int64_t b = u / hidden, j = u - b * hidden;
@@ -27,9 +28,9 @@ __global__ void lstm_cell_kernel(const T* input_gates, const T* hidden_gates, co
 }
 
 template <typename T>
-__global__ void lstm_cell_backward_kernel(const T* grad_hy, const T* grad_cy, const T* input_gates,
-                                          const T* hidden_gates, const T* cx, T* grad_gates, T* grad_cx, int64_t total,
-                                          int64_t hidden) {
+__global__ void __launch_bounds__(kBlockThreads)
+    lstm_cell_backward_kernel(const T* grad_hy, const T* grad_cy, const T* input_gates, const T* hidden_gates,
+                              const T* cx, T* grad_gates, T* grad_cx, int64_t total, int64_t hidden) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += stride) {
     const int64_t b = u / hidden, j = u - b * hidden;
@@ -48,8 +49,8 @@ __global__ void lstm_cell_backward_kernel(const T* grad_hy, const T* grad_cy, co
 }
 
 template <typename T>
-__global__ void gru_cell_kernel(const T* input_gates, const T* hidden_gates, const T* hx, T* hy, int64_t total,
-                                int64_t hidden) {
+__global__ void __launch_bounds__(kBlockThreads)
+    gru_cell_kernel(const T* input_gates, const T* hidden_gates, const T* hx, T* hy, int64_t total, int64_t hidden) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += stride) {
     const int64_t b = u / hidden, j = u - b * hidden;
@@ -60,9 +61,9 @@ __global__ void gru_cell_kernel(const T* input_gates, const T* hidden_gates, con
 }
 
 template <typename T>
-__global__ void gru_cell_backward_kernel(const T* grad_hy, const T* input_gates, const T* hidden_gates, const T* hx,
-                                         T* grad_input_gates, T* grad_hidden_gates, T* grad_hx, int64_t total,
-                                         int64_t hidden) {
+__global__ void __launch_bounds__(kBlockThreads)
+    gru_cell_backward_kernel(const T* grad_hy, const T* input_gates, const T* hidden_gates, const T* hx,
+                             T* grad_input_gates, T* grad_hidden_gates, T* grad_hx, int64_t total, int64_t hidden) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t u = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; u < total; u += stride) {
     const int64_t b = u / hidden, j = u - b * hidden;
