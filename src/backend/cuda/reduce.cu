@@ -2,16 +2,20 @@
 // with the CPU backend's semantics (src/backend/cpu/reduce.cpp) and its combine functors
 // (src/kernels/reduce_ops.h).
 //
-// Two kernels, chosen by reduce_plan.h from the shapes alone:
+// Three kernels, chosen by reduce_plan.h from the shapes alone:
 //  * block per output: the block's threads stride over the slice, each combining its elements in
 //    registers, then cub::BlockReduce merges the 256 partials in a fixed tree;
-//  * thread per output: for short slices, and for column layouts (sum over dim 0 of a row-major
-//    matrix) where neighbouring threads then read neighbouring addresses.
-// When a few outputs have long slices (a full sum), each slice is cut into chunks of a block each
-// and a second kernel merges the chunk results in chunk order (var's with Chan's formula).
-// Within a thread, elements are combined in nested chunks (see accumulate), which keeps the
-// rounding error of long float sums far below n ulp. Every order is fixed by the shapes, so
-// results are reproducible run to run.
+//  * column: when a slice's elements are strided and neighbouring outputs are neighbours in
+//    memory (a sum over dim 0 of a row-major matrix: bias gradients, BatchNorm1d statistics),
+//    2-D blocks put consecutive threads on consecutive outputs, so a warp's loads are coalesced,
+//    and split each column over the block's rows (and over grid.y for long columns); the body is
+//    reduce_policies.h's column_block, which the tests execute on the host;
+//  * thread per output: for short slices (a thread reads the whole slice).
+// When a few outputs have long slices (a full sum, a long column), each slice is cut into chunks
+// of a block each and a second kernel merges the chunk results in chunk order (var's with
+// Chan's formula). Within a thread, elements are combined in nested chunks (see accumulate),
+// which keeps the rounding error of long float sums far below n ulp. Every order is fixed by the
+// shapes, so results are reproducible run to run.
 //
 // Accumulation types follow the CPU: float for the 16-bit floats, the type itself for float and
 // double, uint64 for integer and bool sums and products (wrapping like PyTorch's int64, read back
@@ -43,7 +47,8 @@ struct CombineFn {
 };
 
 template <typename T, typename P>
-__global__ void reduce_thread_kernel(const T* x, DimList kept, DimList reduced, int64_t outputs, OutArgs o) {
+__global__ void __launch_bounds__(kBlockThreads)
+    reduce_thread_kernel(const T* x, DimList kept, DimList reduced, int64_t outputs, OutArgs o) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const auto load = [](T v, int64_t j) { return P::load(v, j); };
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < outputs; i += stride) {
@@ -99,21 +104,32 @@ __global__ void __launch_bounds__(kReduceBlockThreads)
   }
 }
 
-// Merges each output's chunk results in chunk order (a fixed order: reproducible sums).
+// The column kernel: reduce_policies.h's column_block, its phases separated by barriers.
+template <typename T, typename P>
+__global__ void __launch_bounds__(kReduceBlockThreads) reduce_column_kernel(ColumnArgs<T, P> a) {
+  __shared__ ColumnShared<P> shared;
+  const auto phase = [](auto&& f) {
+    f(static_cast<int>(threadIdx.x), static_cast<int>(threadIdx.y));
+    __syncthreads();
+  };
+  column_block(a, shared, blockIdx.x, blockIdx.y, gridDim.x, phase);
+}
+
+// Merges each output's chunk results, parts[i * out_step + c * chunk_step] for c = 0, 1, ..., in
+// chunk order (a fixed order: reproducible sums).
 template <typename P>
-__global__ void reduce_merge_kernel(const typename P::Result* parts, int64_t outputs, int64_t chunks, OutArgs o) {
+__global__ void __launch_bounds__(kBlockThreads)
+    reduce_merge_kernel(const typename P::Result* parts, int64_t outputs, int64_t chunks, int64_t out_step,
+                        int64_t chunk_step, OutArgs o) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < outputs; i += stride) {
-    const typename P::Result* p = parts + i * chunks;
-    typename P::Result r = p[0];
-    for (int64_t c = 1; c < chunks; ++c) r = merge<P>(r, p[c]);
-    P::finish(r, o, i);
+    P::finish(merge_parts<P>(parts, i * out_step, chunk_step, chunks), o, i);
   }
 }
 
 // Reducing over no dims: the values themselves (and index 0).
 template <typename T>
-__global__ void copy_values_kernel(const T* x, DimList all, int64_t n, OutArgs o) {
+__global__ void __launch_bounds__(kBlockThreads) copy_values_kernel(const T* x, DimList all, int64_t n, OutArgs o) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     store(o.data, o.dtype, i, to_acc<compute_t<T>>(x[all.offset(i)]));
@@ -121,28 +137,50 @@ __global__ void copy_values_kernel(const T* x, DimList all, int64_t n, OutArgs o
   }
 }
 
+template <typename P>
+void launch_merge(const Workspace& parts, const ReducePlan& plan, int64_t out_step, int64_t chunk_step,
+                  const OutArgs& o, cudaStream_t stream, const char* op) {
+  using Result = typename P::Result;
+  const Launch1d m = launch_1d(plan.outputs);
+  reduce_merge_kernel<P><<<m.blocks, m.threads, 0, stream>>>(static_cast<const Result*>(parts.data()), plan.outputs,
+                                                             plan.chunks, out_step, chunk_step, o);
+  check_launch(op);
+}
+
 template <typename T, typename P>
 void launch_reduce(const T* x, const ReducePlan& plan, const OutArgs& o, int device, const char* op) {
-  const cudaStream_t stream = current_stream(device);
-  if (plan.strategy == ReduceStrategy::ThreadPerOutput) {
-    const Launch1d l = launch_1d(plan.outputs);
-    reduce_thread_kernel<T, P><<<l.blocks, l.threads, 0, stream>>>(x, plan.kept, plan.reduced, plan.outputs, o);
-    check_launch(op);
-    return;
-  }
   using Result = typename P::Result;
-  const int64_t tasks = plan.outputs * plan.chunks;
+  const cudaStream_t stream = current_stream(device);
   // Released at the end of this scope; the merge below is queued on the same stream first.
-  Workspace parts(plan.chunks > 1 ? static_cast<size_t>(tasks) * sizeof(Result) : 0, device);
-  const Launch1d l = launch_rows(tasks, kReduceBlockThreads);
-  reduce_block_kernel<T, P><<<l.blocks, l.threads, 0, stream>>>(x, plan.kept, plan.reduced, plan.outputs, plan.chunks,
-                                                                o, static_cast<Result*>(parts.data()));
-  check_launch(op);
-  if (plan.chunks == 1) return;
-  const Launch1d m = launch_1d(plan.outputs);
-  reduce_merge_kernel<P>
-      <<<m.blocks, m.threads, 0, stream>>>(static_cast<const Result*>(parts.data()), plan.outputs, plan.chunks, o);
-  check_launch(op);
+  Workspace parts(plan.chunks > 1 ? static_cast<size_t>(plan.outputs * plan.chunks) * sizeof(Result) : 0, device);
+  switch (plan.strategy) {
+    case ReduceStrategy::ThreadPerOutput: {
+      const Launch1d l = launch_1d(plan.outputs);
+      reduce_thread_kernel<T, P><<<l.blocks, l.threads, 0, stream>>>(x, plan.kept, plan.reduced, plan.outputs, o);
+      check_launch(op);
+      return;
+    }
+    case ReduceStrategy::Column: {
+      const ColumnShape& c = plan.column;
+      const dim3 grid(static_cast<unsigned>(c.grid_x), static_cast<unsigned>(c.chunks));
+      const dim3 block(static_cast<unsigned>(c.block_x), static_cast<unsigned>(c.block_y));
+      const ColumnArgs<T, P> args{x, plan.kept, plan.reduced, plan.outputs, c, o, static_cast<Result*>(parts.data())};
+      reduce_column_kernel<T, P><<<grid, block, 0, stream>>>(args);
+      check_launch(op);
+      // parts is [chunk][output]: the merge's neighbouring threads read neighbouring words.
+      if (plan.chunks > 1) launch_merge<P>(parts, plan, 1, plan.outputs, o, stream, op);
+      return;
+    }
+    case ReduceStrategy::BlockPerOutput: {
+      const Launch1d l = launch_rows(plan.outputs * plan.chunks, kReduceBlockThreads);
+      reduce_block_kernel<T, P><<<l.blocks, l.threads, 0, stream>>>(x, plan.kept, plan.reduced, plan.outputs,
+                                                                    plan.chunks, o, static_cast<Result*>(parts.data()));
+      check_launch(op);
+      // parts is [output][chunk] (task t = i * chunks + c).
+      if (plan.chunks > 1) launch_merge<P>(parts, plan, plan.chunks, 1, o, stream, op);
+      return;
+    }
+  }
 }
 
 }  // namespace

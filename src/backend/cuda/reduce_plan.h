@@ -8,6 +8,7 @@
 // the indices argmax reports are the same.
 #include <cstdint>
 
+#include "backend/cuda/launch.h"
 #include "ember/half.h"  // EMBER_HD
 #include "kernels/indexer.h"
 
@@ -54,22 +55,33 @@ inline bool coalesce_dims(const int64_t* sizes, const int64_t* strides, int64_t 
 enum class ReduceStrategy : uint8_t {
   ThreadPerOutput,  // each thread reduces whole slices (grid-stride over outputs)
   BlockPerOutput,   // a block of kReduceBlockThreads reduces each slice (block-stride over outputs)
+  Column,           // 2-D blocks: x over neighbouring outputs, y (and grid.y) splitting each column
 };
 
-/// Threads of the block-per-output kernel (its cub::BlockReduce is sized at compile time).
+/// Threads of the block-per-output and column kernels (cub::BlockReduce and the column kernel's
+/// shared memory are sized at compile time; both kernels declare it in __launch_bounds__).
 inline constexpr int kReduceBlockThreads = 256;
 /// Slices this short are not worth a block: most of its threads would idle.
 inline constexpr int64_t kSmallSlice = 64;
-/// With at least this many outputs, a column layout (neighbouring outputs adjacent in memory,
-/// the reduced dims strided) runs one thread per output, so a warp's loads are coalesced.
-inline constexpr int64_t kColumnMinOutputs = 4096;
 
 /// Few outputs with long slices would leave most of the GPU idle with a block per output, so
 /// each slice is then cut into chunks, a block each, whose partial results a second kernel merges
 /// in chunk order. Chunks of at least kSplitElements (64 per thread of a block); at most
 /// kSplitMaxTasks blocks in all, about one wave on the largest GPUs.
-inline constexpr int64_t kSplitElements = int64_t{64} * kReduceBlockThreads;
+inline constexpr int64_t kSplitPerThread = 64;
+inline constexpr int64_t kSplitElements = kSplitPerThread * kReduceBlockThreads;
 inline constexpr int64_t kSplitMaxTasks = 1024;
+
+/// The column kernel's block is block_x threads across outputs times block_y down each column
+/// (block_x * block_y == kReduceBlockThreads). block_x is at most a warp, so a warp reads
+/// whole runs of neighbouring outputs, and block_y at least kColumnMinY.
+inline constexpr int kColumnMaxX = 32;
+inline constexpr int kColumnMinY = kReduceBlockThreads / kColumnMaxX;
+/// block_y is narrowed (and block_x widened) while its threads would get fewer elements of a
+/// column than this: a step of the tree over y costs about as much as this many loads.
+inline constexpr int64_t kColumnMinPerThread = 8;
+/// The hardware's limit on gridDim.y (and z), which counts a column's chunks.
+inline constexpr int64_t kMaxGridY = 65535;
 
 /// How many chunks each slice is cut into (1: not split). Like the strategy, a function of the
 /// shape alone, so the order of the additions never changes between runs or GPUs.
@@ -88,23 +100,84 @@ EMBER_HD inline int64_t chunk_begin(int64_t count, int64_t chunks, int64_t c) {
   return c * q + (c < r ? c : r);
 }
 
+/// The smallest power of two >= v (v >= 1), at most 2^62.
+inline int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v && p < (int64_t{1} << 62)) p *= 2;
+  return p;
+}
+
+/// Geometry of the column kernel (ReduceStrategy::Column). Block (block_x, block_y); grid
+/// (grid_x, chunks): block (gx, c) takes groups gx, gx + grid_x, ... of block_x neighbouring
+/// outputs, and chunk c of each of their columns, its block_y threads interleaved down the chunk
+/// (thread y reads rows y, y + block_y, ...: with block_x < 32 a warp covers 32 / block_x
+/// neighbouring rows, contiguous when the rows are). The block then combines its block_y
+/// partials per output in a fixed halving tree; with chunks > 1 a second kernel merges the
+/// chunks' results in chunk order.
+struct ColumnShape {
+  int block_x = kColumnMaxX;
+  int block_y = kColumnMinY;
+  int64_t groups = 0;  // ceil(outputs / block_x)
+  int64_t chunks = 1;  // blocks per column (gridDim.y), at most kMaxGridY
+  int64_t grid_x = 0;  // min(groups, kMaxGridX)
+};
+
+/// The column kernel's shape for `outputs` slices of `count` elements each, the innermost kept
+/// dim holding `inner` neighbouring outputs. Depends on the shape alone (reproducible sums).
+inline ColumnShape column_shape(int64_t outputs, int64_t count, int64_t inner) {
+  ColumnShape s;
+  if (outputs <= 0) return s;
+  s.block_x = static_cast<int>(pow2_ceil(inner < kColumnMaxX ? (inner > 1 ? inner : 1) : kColumnMaxX));
+  s.block_y = kReduceBlockThreads / s.block_x;
+  // Short columns and many outputs: fewer threads per column, more columns per block.
+  const int64_t outputs_pow2 = pow2_ceil(outputs);
+  while (s.block_y > kColumnMinY && count < s.block_y * kColumnMinPerThread && 2 * s.block_x <= outputs_pow2) {
+    s.block_x *= 2;
+    s.block_y /= 2;
+  }
+  s.groups = (outputs - 1) / s.block_x + 1;
+  // Long columns: each cut into chunks of at least kSplitPerThread elements a thread, with at
+  // most kSplitMaxTasks blocks in all (or groups blocks, when there are more groups than that).
+  const int64_t by_size = count / (s.block_y * kSplitPerThread);
+  const int64_t by_tasks = kSplitMaxTasks / s.groups;
+  int64_t chunks = by_size < by_tasks ? by_size : by_tasks;
+  if (chunks > kMaxGridY) chunks = kMaxGridY;
+  s.chunks = chunks >= 2 ? chunks : 1;
+  s.grid_x = s.groups < kMaxGridX ? s.groups : kMaxGridX;
+  return s;
+}
+
 struct ReducePlan {
   DimList kept;     // x's leading dims: output i's slice starts at kept.offset(i)
   DimList reduced;  // the reduced dims: element j of a slice is at reduced.offset(j)
   int64_t outputs = 1;
   int64_t count = 1;  // elements per slice
   ReduceStrategy strategy = ReduceStrategy::BlockPerOutput;
-  int64_t chunks = 1;  // per slice; > 1 only for BlockPerOutput
+  int64_t chunks = 1;  // per slice; > 1 only for BlockPerOutput and Column
+  ColumnShape column;  // Column only
 };
+
+/// Whether output i + 1's slice lies closer in memory to output i's than a slice's own
+/// elements lie to each other (PyTorch reduces such inputs "not on the fastest-striding
+/// dimension"): then neighbouring threads must take neighbouring outputs to read coalesced.
+/// Broadcast outputs (inner stride 0) share their slices: reading each slice contiguously, a
+/// block per output, is then the better layout.
+inline bool is_column_layout(const DimList& kept, const DimList& reduced) {
+  if (kept.ndim == 0 || reduced.ndim == 0) return false;
+  const auto abs64 = [](int64_t v) { return v < 0 ? -v : v; };
+  const int64_t inner = abs64(kept.strides[kept.ndim - 1]);
+  if (inner == 0) return false;
+  for (int d = 0; d < reduced.ndim; ++d) {
+    if (abs64(reduced.strides[d]) <= inner) return false;
+  }
+  return true;
+}
 
 /// Which kernel suits the shape. Depends on nothing but the shapes and strides, so a given
 /// input is always reduced in the same order (results are reproducible).
-inline ReduceStrategy choose_strategy(int64_t outputs, int64_t count, const DimList& kept, const DimList& reduced) {
+inline ReduceStrategy choose_strategy(int64_t count, const DimList& kept, const DimList& reduced) {
   if (count <= kSmallSlice) return ReduceStrategy::ThreadPerOutput;
-  const bool kept_inner_unit = kept.ndim > 0 && kept.strides[kept.ndim - 1] == 1;
-  bool reduced_unit = false;
-  for (int d = 0; d < reduced.ndim; ++d) reduced_unit |= (reduced.strides[d] == 1 || reduced.strides[d] == -1);
-  if (kept_inner_unit && !reduced_unit && outputs >= kColumnMinOutputs) return ReduceStrategy::ThreadPerOutput;
+  if (is_column_layout(kept, reduced)) return ReduceStrategy::Column;
   return ReduceStrategy::BlockPerOutput;
 }
 
@@ -121,8 +194,14 @@ inline bool make_reduce_plan(const int64_t* sizes, const int64_t* strides, int64
   } else if (!coalesce_dims(sizes + lead, strides + lead, ndim - lead, plan.reduced)) {
     return false;
   }
-  plan.strategy = choose_strategy(plan.outputs, plan.count, plan.kept, plan.reduced);
-  plan.chunks = split_chunks(plan.strategy, plan.outputs, plan.count);
+  plan.strategy = choose_strategy(plan.count, plan.kept, plan.reduced);
+  if (plan.strategy == ReduceStrategy::Column) {
+    plan.column = column_shape(plan.outputs, plan.count, plan.kept.sizes[plan.kept.ndim - 1]);
+    plan.chunks = plan.column.chunks;
+  } else {
+    plan.column = ColumnShape{};
+    plan.chunks = split_chunks(plan.strategy, plan.outputs, plan.count);
+  }
   return true;
 }
 

@@ -193,6 +193,98 @@ EMBER_HD inline typename P::Partial accumulate(const T* slice, const DimList& re
   return total;
 }
 
+/// Merges the `chunks` results of one output, parts[first], parts[first + step], ... in that
+/// (chunk) order: the second pass of a split reduction, the same order on every run.
+template <typename P>
+EMBER_HD typename P::Result merge_parts(const typename P::Result* parts, int64_t first, int64_t step, int64_t chunks) {
+  typename P::Result r = parts[first];
+  for (int64_t c = 1; c < chunks; ++c) r = merge<P>(r, parts[first + c * step]);
+  return r;
+}
+
+// ---- the column kernel (ReduceStrategy::Column), written once for the GPU and the tests ----
+
+/// A column block's shared memory: each thread's partial, [y][x], and (var) each column's mean.
+/// Partial is a plain aggregate, so this may be declared __shared__.
+template <typename P>
+struct ColumnShared {
+  typename P::Partial partial[kReduceBlockThreads];
+  double mean[kColumnMaxX];
+};
+
+template <typename T, typename P>
+struct ColumnArgs {
+  const T* x;
+  DimList kept;
+  DimList reduced;
+  int64_t outputs;
+  ColumnShape shape;
+  OutArgs o;
+  typename P::Result* parts;  // [chunk][output] when shape.chunks > 1, else unused
+};
+
+/// Block (bx, by) of the column kernel's grid (grid_x, shape.chunks): chunk `by` of the columns
+/// of groups bx, bx + grid_x, ... `phase(f)` runs f(tx, ty) for every thread of the block and
+/// then waits for all of them: f(threadIdx.x, threadIdx.y) and __syncthreads() in reduce.cu,
+/// loops over (ty, tx) in the tests. No phase reads what another thread writes in that phase.
+///
+/// Thread (tx, ty) reduces column group * block_x + tx: rows lo + ty, lo + ty + block_y, ... of
+/// chunk [lo, hi), by accumulate's nested chunks. Then, for h = block_y / 2, ..., 1, row ty < h
+/// takes in row ty + h: a fixed tree. Var runs load and tree twice (the chunk's mean, then the
+/// squared deviations from it), as the block kernel does. Row 0 writes the output, or the
+/// chunk's result to parts[chunk * outputs + column] (neighbouring threads, neighbouring words).
+template <typename T, typename P, typename Phase>
+EMBER_HD void column_block(const ColumnArgs<T, P>& a, ColumnShared<P>& s, int64_t bx, int64_t by, int64_t grid_x,
+                           Phase&& phase) {
+  const int w = a.shape.block_x, height = a.shape.block_y;
+  const int64_t lo = chunk_begin(a.o.count, a.shape.chunks, by), hi = chunk_begin(a.o.count, a.shape.chunks, by + 1);
+  const auto tree = [&]() {
+    for (int h = height / 2; h > 0; h /= 2) {
+      phase([&](int tx, int ty) {
+        if (ty < h) s.partial[ty * w + tx] = P::combine(s.partial[ty * w + tx], s.partial[(ty + h) * w + tx]);
+      });
+    }
+  };
+  for (int64_t group = bx; group < a.shape.groups; group += grid_x) {
+    const int64_t first = group * w;
+    phase([&](int tx, int ty) {
+      const int64_t i = first + tx;
+      const auto load = [](T v, int64_t j) { return P::load(v, j); };
+      s.partial[ty * w + tx] =
+          i < a.outputs ? accumulate<P>(a.x + a.kept.offset(i), a.reduced, lo + ty, height, hi, load) : P::identity();
+    });
+    tree();
+    if constexpr (P::kTwoPass) {
+      phase([&](int tx, int ty) {
+        if (ty == 0) s.mean[tx] = P::mean_of(s.partial[tx], hi - lo);
+      });
+      phase([&](int tx, int ty) {
+        const int64_t i = first + tx;
+        const double mean = s.mean[tx];
+        const auto dev = [mean](T v, int64_t) { return P::deviation(v, mean); };
+        s.partial[ty * w + tx] =
+            i < a.outputs ? accumulate<P>(a.x + a.kept.offset(i), a.reduced, lo + ty, height, hi, dev) : P::identity();
+      });
+      tree();
+    }
+    phase([&](int tx, int ty) {
+      const int64_t i = first + tx;
+      if (ty != 0 || i >= a.outputs) return;
+      typename P::Result result;
+      if constexpr (P::kTwoPass) {
+        result = {s.mean[tx], s.partial[tx], hi - lo};
+      } else {
+        result = s.partial[tx];
+      }
+      if (a.shape.chunks == 1) {
+        P::finish(result, a.o, i);
+      } else {
+        a.parts[by * a.outputs + i] = result;
+      }
+    });  // its barrier also frees s for the next group
+  }
+}
+
 /// Calls f.template operator()<Policy>() with the policy that computes `op` on T, after setting
 /// the flags of `o` the policy reads (mean, index-only).
 template <typename T, typename F>
