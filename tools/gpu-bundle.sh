@@ -138,7 +138,8 @@ rm -rf "$DIR/deps.tar.gz" "$DIR/MANIFEST.txt" "$DIR/fashion-mnist" "$DIR/shared"
 mv "$work/out/deps.tar.gz" "$work/out/MANIFEST.txt" "$work/out/fashion-mnist" "$work/out/shared" "$DIR/"
 
 total=$(du -sb "$DIR" | cut -f1)
-tracked=$(git ls-files -z | du --files0-from=- -cb | tail -1 | cut -f1)
+# (A tracked file deleted in the working tree, someone's work in progress, counts nothing.)
+tracked=$({ git ls-files -z | du --files0-from=- -cb 2>/dev/null || true; } | tail -1 | cut -f1)
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 echo "gpu-bundle: $DIR: $(mib "$total") MiB (deps.tar.gz $(mib "$(stat -c %s "$DIR/deps.tar.gz")") MiB); tracked files: $(mib "$tracked") MiB"
 echo "gpu-bundle: the working tree and the carried folders must stay under 64 MiB in all: now $(mib $((total + tracked))) MiB"
