@@ -8,8 +8,9 @@
 #   record_machine             prints the OS, compilers, tools and the CUDA libraries it can find
 #   use_bundle DIR             unpacks DIR/deps.tar.gz once (into DIR/root), exports LD_LIBRARY_PATH
 #                              and appends the matching CMake settings to CONFIGURE_EXTRA
-#   find_cudnn                 when cuDNN is not beside the CUDA toolkit, looks for pip's
-#                              nvidia-cudnn wheel and appends its paths to CONFIGURE_EXTRA
+#   check_libraries BUILD      checks that what the build made finds the libraries it links
+# The CUDA libraries themselves are found by cmake/EmberCuda.cmake: beside nvcc, else in pip's
+# nvidia-* wheels of python3.
 # CONFIGURE_EXTRA (an array) must exist before these run.
 
 # The CUDA toolkit's root: the folder above the nvcc on PATH, else $CUDA_HOME or /usr/local/cuda.
@@ -23,17 +24,11 @@ cuda_root() {
   fi
 }
 
-# The folder of pip's nvidia-cudnn wheel (nvidia/cudnn, with include/ and lib/), or nothing.
-pip_cudnn_dir() {
+# The folders nvidia/ of pip's nvidia-* wheels that python3 sees, one a line (what
+# cmake/EmberCuda.cmake asks too, when the toolkit lacks a CUDA library).
+pip_nvidia_dirs() {
   command -v python3 >/dev/null || return 0
-  python3 - 2>/dev/null <<'EOF' || true
-import importlib.util, os
-spec = importlib.util.find_spec("nvidia.cudnn")
-for root in (spec.submodule_search_locations or []) if spec else []:
-    if os.path.isfile(os.path.join(root, "include", "cudnn.h")):
-        print(root)
-        break
-EOF
+  python3 -c "import importlib.util as u; s = u.find_spec('nvidia'); print('\n'.join(s.submodule_search_locations or []) if s else '')" 2>/dev/null || true
 }
 
 record_machine() {
@@ -45,17 +40,52 @@ record_machine() {
   echo "C library: $(ldd --version 2>&1 | head -1)"
   for tool in g++ nvcc cmake ninja python3 compute-sanitizer nvidia-smi mpirun pkg-config; do
     if command -v "$tool" >/dev/null; then
-      echo "$tool: $(command -v "$tool"): $("$tool" --version 2>&1 | grep -m1 -E '[0-9]+\.[0-9]+' || echo '?')"
+      echo "$tool: $(command -v "$tool"): $(timeout 5 "$tool" --version 2>&1 | grep -m1 -E '[0-9]+\.[0-9]+' || echo '?')"
     else
       echo "$tool: not found"
     fi
   done
   echo "CUDA toolkit root: $(cuda_root)"
-  echo "cuDNN from pip: $(pip_cudnn_dir)"
-  echo "libraries the loader knows (cudnn, cublas, nccl, dnnl, openblas, cairo):"
-  ldconfig -p 2>/dev/null | grep -E 'libcudnn\.so|libcublas(Lt)?\.so|libnccl\.so|libdnnl|libopenblas|libcairo\.so' | sed 's/^/  /' || true
-  find "$(cuda_root)" -maxdepth 4 \( -name 'libcudnn.so*' -o -name 'libcublas.so*' -o -name 'cudnn.h' \) 2>/dev/null |
-    sed 's/^/  in the toolkit: /' || true
+  echo "libraries the loader's cache knows, where the file is there (cudart, cudnn, cublas, nccl, dnnl, openblas, cairo):"
+  ldconfig -p 2>/dev/null | grep -E 'libcudart|libcudnn\.so|libcublas(Lt)?\.so|libnccl\.so|libdnnl|libopenblas|libcairo\.so' |
+    while read -r line; do [[ -e ${line##*=> } ]] && echo "  $line"; done
+  find "$(cuda_root)"/ -maxdepth 4 \( -name 'libcudart*' -o -name 'libcudnn.so*' -o -name 'libcublas*.so*' \
+    -o -name 'cudnn.h' -o -name 'cublas_v2.h' \) 2>/dev/null | sort | sed 's/^/  in the toolkit: /' || true
+  local dir
+  echo "pip's nvidia-* wheels of $(command -v python3 || echo 'no python3'):"
+  while IFS= read -r dir; do
+    [[ -n $dir ]] || continue
+    find "$dir"/ -maxdepth 3 \( -name 'libcudart*' -o -name 'libcudnn.so*' -o -name 'libcublas*.so*' \
+      -o -name 'cudnn.h' -o -name 'cublas_v2.h' \) 2>/dev/null | sort | sed 's/^/  /'
+  done < <(pip_nvidia_dirs)
+  command -v python3 >/dev/null && timeout 10 python3 -m pip list 2>/dev/null | grep -iE '^(nvidia-|torch )' | sed 's/^/  pip: /'
+  return 0
+}
+
+# check_libraries BUILD: every program and library that the build made finds each library it
+# links (the CUDA driver aside: the static runtime loads it at run time), and the CUDA backend
+# loads with all its symbols bound, as libember does when a driver is present.
+check_libraries() {
+  local build=$1 file bad=0 missing
+  for file in "$build"/ember "$build"/lib*.so "$build"/tests/ember_tests; do
+    [[ -f $file ]] || continue
+    echo "== $file"
+    ldd "$file" | grep -E 'not found|cudart|cublas|cudnn|nccl|dnnl|openblas|libember' | sed 's/^/  /'
+    missing=$(ldd "$file" | grep 'not found' | grep -v 'libcuda\.so')
+    if [[ -n $missing ]]; then
+      echo "  MISSING: $missing"
+      bad=1
+    fi
+  done
+  if [[ -f $build/libember_cuda.so ]]; then
+    if python3 -c 'import ctypes, os, sys; ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW)' "$build/libember_cuda.so"; then
+      echo "$build/libember_cuda.so loads (every symbol bound)"
+    else
+      echo "$build/libember_cuda.so does not load"
+      bad=1
+    fi
+  fi
+  return $bad
 }
 
 use_bundle() {
@@ -89,20 +119,4 @@ use_bundle() {
   fi
   echo "bundle: $dir (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
   printf '  %s\n' "${CONFIGURE_EXTRA[@]}"
-}
-
-find_cudnn() {
-  local cuda pip lib
-  cuda=$(cuda_root)
-  for lib in "$cuda"/lib64/libcudnn.so "$cuda"/targets/*/lib/libcudnn.so /usr/lib/x86_64-linux-gnu/libcudnn.so; do
-    [[ -e $lib ]] && return 0  # where ember's CMake looks by itself
-  done
-  pip=$(pip_cudnn_dir)
-  [[ -n $pip ]] || return 0  # CMake will say that cuDNN is missing
-  # The wheel has no unversioned libcudnn.so for find_library, so the library is named in full.
-  lib=$(find "$pip/lib" -maxdepth 1 -name 'libcudnn.so.[0-9]*' | sort | head -1)
-  [[ -n $lib ]] || return 0
-  CONFIGURE_EXTRA+=(-DEMBER_CUDNN_LIBRARY="$lib" -DEMBER_CUDNN_INCLUDE_DIR="$pip/include")
-  export LD_LIBRARY_PATH=$pip/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  echo "cuDNN: pip's wheel at $pip ($lib)"
 }
