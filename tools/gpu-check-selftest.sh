@@ -140,7 +140,7 @@ wait "$pid"
 RC=$?
 check "term: exit 3 ($RC)" test "$RC" -eq 3
 check "term: the stage stopped" has "$work/out-term/summary.md" '\| test \| ctest \| TIMED OUT: stopped after [0-9]+ s: TERM'
-check "term: the command's row" has "$work/out-term/summary.md" '\| test \| test \| TIMED OUT: ended early by TERM'
+check "term: the command's row" has "$work/out-term/summary.md" '\| test \| \(the test command\) \| TIMED OUT: ended early by TERM'
 check "term: the suite's children ended" no_children
 
 # ---- everything passes; then a failing test ----

@@ -154,7 +154,7 @@ on_signal() {
   echo
   echo "==== $1 at $SECONDS s: stopping"
   stop_stage "$1 ($SECONDS s after the start; deadline $DEADLINE s)"
-  record "$COMMAND_NAME" timeout "ended early by $1, $SECONDS s after the start"
+  record "(the $COMMAND_NAME command)" timeout "ended early by $1, $SECONDS s after the start"
   exit 3
 }
 

@@ -42,6 +42,8 @@
 #   GPU_CHECK_BUNDLE      dependencies packed by tools/gpu-bundle.sh, for a machine without ember's
 #                         Debian packages [.gpu-bundle when it holds deps.tar.gz]; "none": never
 #   GPU_CHECK_WERROR      1: compiler warnings are errors, as in CI [0]
+#   GPU_CHECK_CUDA_ARCHITECTURES  what to build for [the GPU's compute capability from nvidia-smi,
+#                         e.g. 90; without one, cmake/EmberCuda.cmake's choice]
 set -uo pipefail
 
 usage() {
@@ -161,7 +163,7 @@ command_build() {
   local configure cap
   configure=(cmake --preset cuda -B "$BUILD" -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF
     -DEMBER_WARNINGS_AS_ERRORS="$([[ ${GPU_CHECK_WERROR:-0} == 1 ]] && echo ON || echo OFF)")
-  cap=$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  cap=${GPU_CHECK_CUDA_ARCHITECTURES:-$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')}
   if [[ $cap =~ ^[0-9]+$ ]]; then
     configure+=(-DCMAKE_CUDA_ARCHITECTURES="$cap")
   else
