@@ -113,6 +113,14 @@ class Backend {
   /// synchronised. Without it, the call returns once the copy is complete.
   virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) = 0;
+  /// Copies `nbytes` contiguous bytes from `src` on device `src_index` to `dst` on device
+  /// `dst_index`, two devices of this backend's type (or the same one), without going through
+  /// host memory: peer to peer where the devices allow it (ggml's cpy_tensor_async, the copy
+  /// PyTorch's copy_ makes between two GPUs). The host does not wait. The copy runs after the
+  /// work queued so far on both devices' current streams (which may still be reading or writing
+  /// `dst`), and work queued afterwards on either device's current stream runs after it: the
+  /// destination's users read the copied bytes and the source's next writer does not race it.
+  virtual void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) = 0;
   /// Page-locked host memory that this device type copies to and from asynchronously (the
   /// storage of Tensor::pin_memory()). Only backends of devices with their own memory have it.
   virtual void* allocate_pinned(size_t nbytes);

@@ -497,19 +497,21 @@ void check_no_internal_overlap(const Tensor& self) {
   }
 }
 
-// The copy itself, without autograd: across devices it stages through host memory.
+int index_of(Device device) { return device.has_index() ? device.index() : 0; }
+
+// The copy itself, without autograd. Across devices the bytes move as one contiguous block:
+// through the backend's host copies between the CPU and a device, device to device between two
+// devices of one type; the destination's backend then converts and lays them out.
 void copy_values(Tensor& self, const Tensor& src, bool non_blocking) {
   Tensor source = src;
   if (src.device() != self.device()) {
-    // Cross-device: stage through contiguous memory on the host.
     Tensor contiguous_src = src.contiguous();
     if (src.is_cpu()) {
       Tensor moved = detail::make_tensor(src.sizes(), src.dtype(), self.device());
       // Asynchronous only from pinned memory, which the device reads directly.
-      const Device device = self.device();
-      backend_for(device).copy_from_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
-                                         device.has_index() ? device.index() : 0,
-                                         non_blocking && contiguous_src.is_pinned());
+      backend_for(self.device())
+          .copy_from_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(), index_of(self.device()),
+                          non_blocking && contiguous_src.is_pinned());
       source = moved;
     } else if (self.is_cpu()) {
       // Into pinned memory of the same layout, a non-blocking copy lands directly; the data is
@@ -518,14 +520,29 @@ void copy_values(Tensor& self, const Tensor& src, bool non_blocking) {
                           same_dims(self.sizes(), src.sizes());
       Tensor moved = direct ? self : detail::make_tensor(src.sizes(), src.dtype(), self.device());
       backend_for(src.device())
-          .copy_to_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(),
-                        src.device().has_index() ? src.device().index() : 0, direct);
+          .copy_to_host(moved.data_ptr(), contiguous_src.data_ptr(), contiguous_src.nbytes(), index_of(src.device()),
+                        direct);
+      if (direct) {
+        self.impl().storage->bump_version();
+        return;
+      }
+      source = moved;
+    } else if (src.device().type() == self.device().type()) {
+      // Two devices of one backend (cuda:0 -> cuda:1): peer to peer where the devices allow it,
+      // ordered with both devices' streams, never through the host; straight into self when it
+      // has src's layout and dtype, as into pinned memory above.
+      const bool direct = self.is_contiguous() && self.dtype() == src.dtype() && same_dims(self.sizes(), src.sizes());
+      Tensor moved = direct ? self : detail::make_tensor(src.sizes(), src.dtype(), self.device());
+      backend_for(self.device())
+          .copy_between_devices(moved.data_ptr(), index_of(self.device()), contiguous_src.data_ptr(),
+                                index_of(src.device()), contiguous_src.nbytes());
       if (direct) {
         self.impl().storage->bump_version();
         return;
       }
       source = moved;
     } else {
+      // Two device types (no build has two accelerator backends yet): through the host.
       copy_values(self, contiguous_src.to(Device(DeviceType::CPU)), non_blocking);
       return;
     }

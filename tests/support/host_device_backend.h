@@ -14,9 +14,15 @@
 //     ember_test::ScopedHostDevice host_device_;  // mps:0 works while the fixture lives
 //   };
 //
+// It can stand for several devices (ScopedHostDevice(2): mps:0 and mps:1), each allocation
+// belonging to one of them, so a view handed to a kernel of one device that lies in another
+// device's memory fails too, and copies between them (cuda:0 -> cuda:1 on a GPU) go through
+// copy_between_devices, whose calls it counts as it counts the copies to and from the host.
+//
 // Only a test registers it (src/backend/registry.cpp: a registered MPS backend is used without
 // the availability check), and only for the scope of a ScopedHostDevice: other suites still see
 // MPS as unavailable. Every tensor on it must be gone before the scope ends.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -38,13 +44,30 @@ class HostDeviceBackend final : public ember::Backend {
   explicit HostDeviceBackend(ember::DeviceType type = ember::DeviceType::MPS) : type_(type) {}
 
   ember::DeviceType type() const override { return type_; }
-  int device_count() const noexcept override { return 1; }
+  int device_count() const noexcept override { return device_count_.load(); }
+  /// How many devices it stands for (ScopedHostDevice sets it; 1 otherwise).
+  void set_device_count(int count) { device_count_.store(count); }
+
+  /// How often each entry point that moves bytes between devices has been called since
+  /// reset_counts(): a test checks that a copy between two of its devices never went through the
+  /// host.
+  struct Counts {
+    int64_t copy_to_host = 0, copy_from_host = 0, copy_between_devices = 0;
+  };
+  Counts counts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counts_;
+  }
+  void reset_counts() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counts_ = Counts{};
+  }
 
   /// Bytes it has allocated and not yet freed: 0 once every tensor on it is gone.
   size_t live_bytes() const {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t total = 0;
-    for (const auto& [begin, size] : live_) total += size;
+    for (const auto& [begin, block] : live_) total += block.nbytes;
     return total;
   }
 
@@ -54,7 +77,7 @@ class HostDeviceBackend final : public ember::Backend {
     void* p = cpu().allocate(nbytes, 0);
     if (p != nullptr && nbytes != 0) {
       std::lock_guard<std::mutex> lock(mutex_);
-      live_[reinterpret_cast<uintptr_t>(p)] = nbytes;
+      live_[reinterpret_cast<uintptr_t>(p)] = Block{nbytes, device_index};
     }
     return p;
   }
@@ -74,13 +97,23 @@ class HostDeviceBackend final : public ember::Backend {
   void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
                       bool /*non_blocking*/) override {
     check_index(device_index, "copy_from_host");
-    check_range("copy_from_host", "dst", reinterpret_cast<uintptr_t>(dst), nbytes);
+    check_range("copy_from_host", "dst", reinterpret_cast<uintptr_t>(dst), nbytes, device_index);
+    count(&Counts::copy_from_host);
     if (nbytes != 0) std::memcpy(dst, host_src, nbytes);
   }
   void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool /*non_blocking*/) override {
     check_index(device_index, "copy_to_host");
-    check_range("copy_to_host", "src", reinterpret_cast<uintptr_t>(src), nbytes);
+    check_range("copy_to_host", "src", reinterpret_cast<uintptr_t>(src), nbytes, device_index);
+    count(&Counts::copy_to_host);
     if (nbytes != 0) std::memcpy(host_dst, src, nbytes);
+  }
+  void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) override {
+    check_index(dst_index, "copy_between_devices");
+    check_index(src_index, "copy_between_devices");
+    check_range("copy_between_devices", "dst", reinterpret_cast<uintptr_t>(dst), nbytes, dst_index);
+    check_range("copy_between_devices", "src", reinterpret_cast<uintptr_t>(src), nbytes, src_index);
+    count(&Counts::copy_between_devices);
+    if (nbytes != 0) std::memmove(dst, src, nbytes);
   }
   void fill(const ember::TensorView& out, const ember::Scalar& value) override {
     on_device("fill", {{"out", &out}});
@@ -304,12 +337,19 @@ class HostDeviceBackend final : public ember::Backend {
 
   static ember::cpu::CpuBackend& cpu() { return ember::cpu::cpu_backend(); }
 
-  std::string device_name() const { return ember::Device(type_, 0).str(); }
+  std::string device_name(int index = 0) const { return ember::Device(type_, index).str(); }
 
   void check_index(int device_index, const char* op) const {
-    if (device_index == 0) return;
+    const int count = device_count();
+    if (device_index >= 0 && device_index < count) return;
     throw ember::Error(std::string("[host-device backend] ") + op + ": device index " + std::to_string(device_index) +
-                       " requested, but only " + device_name() + " exists");
+                       " requested, but only " + std::to_string(count) + " " +
+                       std::string(ember::device_type_name(type_)) + " device(s) exist");
+  }
+
+  void count(int64_t Counts::*counter) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++(counts_.*counter);
   }
 
   /// Throws unless every view with data lies inside memory this backend allocated.
@@ -325,30 +365,47 @@ class HostDeviceBackend final : public ember::Backend {
       }
       const auto element = static_cast<int64_t>(ember::element_size(view->dtype));
       const auto base = reinterpret_cast<intptr_t>(view->data);
-      check_range(op, name, static_cast<uintptr_t>(base + lo * element), static_cast<size_t>((hi - lo + 1) * element));
+      check_range(op, name, static_cast<uintptr_t>(base + lo * element), static_cast<size_t>((hi - lo + 1) * element),
+                  view->device_index);
     }
   }
 
-  void check_range(const char* op, const char* arg, uintptr_t begin, size_t nbytes) const {
+  /// Throws unless [begin, begin + nbytes) lies inside one allocation of device `device_index`.
+  void check_range(const char* op, const char* arg, uintptr_t begin, size_t nbytes, int device_index) const {
     if (nbytes == 0) return;
+    int owner = -1;  // the device whose allocation holds the range, if any
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = live_.upper_bound(begin);
       if (it != live_.begin()) {
         --it;
-        if (begin >= it->first && begin + nbytes <= it->first + it->second) return;
+        if (begin >= it->first && begin + nbytes <= it->first + it->second.nbytes) owner = it->second.device;
       }
     }
+    if (owner == device_index) return;
     std::ostringstream os;
     os << "[host-device backend] " << op << ": argument '" << arg << "' (" << nbytes << " bytes at 0x" << std::hex
-       << begin << ") is not memory of " << device_name() << ": a tensor from another device (a CPU tensor?) reached a "
-       << device_name() << " kernel, which on a GPU reads a host pointer";
+       << begin << std::dec << ") is not memory of " << device_name(device_index) << ": ";
+    if (owner >= 0) {
+      os << "it lies on " << device_name(owner) << ", and a " << device_name(device_index)
+         << " kernel handed another device's memory reads it over the bus at best";
+    } else {
+      os << "a tensor from another device (a CPU tensor?) reached a " << device_name(device_index)
+         << " kernel, which on a GPU reads a host pointer";
+    }
     throw ember::Error(os.str());
   }
 
+  struct Block {
+    size_t nbytes = 0;
+    int device = 0;
+  };
+
   ember::DeviceType type_;
+  std::atomic<int> device_count_{1};
   mutable std::mutex mutex_;
-  std::map<uintptr_t, size_t> live_;  // allocation start -> size, of every live allocation
+  std::map<uintptr_t, Block> live_;  // allocation start -> size and device, of every live allocation
+  Counts counts_;
 };
 
 /// The process-wide instance that ScopedHostDevice registers.
@@ -361,10 +418,16 @@ inline HostDeviceBackend& host_device_backend() {
 /// (nothing, in every build of ember so far), so mps:0 is unusable again for other tests.
 class ScopedHostDevice {
  public:
-  ScopedHostDevice() : previous_(ember::find_backend(ember::DeviceType::MPS)) {
+  /// `devices`: how many devices (mps:0 ... mps:devices-1) it stands for while the scope lives.
+  explicit ScopedHostDevice(int devices = 1) : previous_(ember::find_backend(ember::DeviceType::MPS)) {
+    host_device_backend().set_device_count(devices);
+    host_device_backend().reset_counts();
     ember::register_backend(ember::DeviceType::MPS, &host_device_backend());
   }
-  ~ScopedHostDevice() { ember::register_backend(ember::DeviceType::MPS, previous_); }
+  ~ScopedHostDevice() {
+    ember::register_backend(ember::DeviceType::MPS, previous_);
+    host_device_backend().set_device_count(1);
+  }
   ScopedHostDevice(const ScopedHostDevice&) = delete;
   ScopedHostDevice& operator=(const ScopedHostDevice&) = delete;
 

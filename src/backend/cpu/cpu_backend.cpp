@@ -43,4 +43,12 @@ void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes, in
   if (nbytes) std::memcpy(host_dst, src, nbytes);
 }
 
+void CpuBackend::copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) {
+  // One CPU device: a caller asking for another index has a bug a GPU would report too.
+  EMBER_CHECK(dst_index == 0 && src_index == 0, "copy_between_devices: the CPU has one device, got indices ", src_index,
+              " -> ", dst_index);
+  // memmove: the front end never hands over overlapping ranges, but nothing here relies on it.
+  if (nbytes) std::memmove(dst, src, nbytes);
+}
+
 }  // namespace ember::cpu

@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
   void copy(const TensorView& dst, const TensorView& src) override;
   void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) override;
   void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) override;
+  void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) override;
   void fill(const TensorView& out, const Scalar& value) override;
 
   void unary(UnaryOp op, const TensorView& x, const TensorView& out) override;

@@ -64,7 +64,7 @@ void CudaBackend::copy(const TensorView& dst, const TensorView& in) {
   const TensorView src = in.sizes == dst.sizes ? in : broadcast_to(in, dst.sizes);
   if (dst.numel() == 0) return;
   EMBER_CHECK(dst.device_index == src.device_index, "copy: between cuda:", src.device_index,
-              " and cuda:", dst.device_index, " the front end must stage through the host");
+              " and cuda:", dst.device_index, " the front end moves the bytes with copy_between_devices first");
   if (dst.dtype == src.dtype) {
     if (dst.is_contiguous() && src.is_contiguous()) {
       if (dst.data == src.data) return;

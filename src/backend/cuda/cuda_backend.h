@@ -16,7 +16,8 @@
 //
 // Every entry point runs on the device that holds its operands (TensorView::device_index) and
 // queues its work on that device's current stream; none waits for the GPU except the copies to
-// the host, which must.
+// the host, which must. A copy between two devices runs on the source's current stream, ordered
+// with the destination's by events (copy_between_devices).
 #include "backend/backend.h"
 
 namespace ember::cuda_impl {
@@ -30,6 +31,7 @@ class CudaBackend final : public Backend {
   void copy(const TensorView& dst, const TensorView& src) override;
   void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index, bool non_blocking) override;
   void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index, bool non_blocking) override;
+  void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) override;
   void* allocate_pinned(size_t nbytes) override;
   void free_pinned(void* ptr) noexcept override;
   void fill(const TensorView& out, const Scalar& value) override;
