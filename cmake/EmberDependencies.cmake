@@ -1,4 +1,4 @@
-# Finds what ember links privately: threads, OpenMP, the BLAS and, when built, the CUDA runtime.
+# Finds what ember links privately: threads, OpenMP, the BLAS; and what its CUDA backend links.
 # The library is shared and these stay private, so programs that use ember need none of them.
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
@@ -81,11 +81,6 @@ function(ember_link_private_dependencies target)
   target_link_libraries(${target} PRIVATE Threads::Threads OpenMP::OpenMP_CXX ZLIB::ZLIB nlohmann_json::nlohmann_json ${OpenBLAS_LIBRARIES}
                                            ${EMBER_DNNL_LIBRARY})
   target_include_directories(${target} PRIVATE ${OpenBLAS_INCLUDE_DIRS} ${EMBER_DNNL_INCLUDE_DIR})
-  if(EMBER_HAVE_CUDA)
-    target_link_libraries(${target} PRIVATE CUDA::cudart_static CUDA::cublas ${EMBER_CUDNN_LIBRARY})
-    target_include_directories(${target} PRIVATE ${EMBER_CUDNN_INCLUDE_DIR})
-    target_compile_definitions(${target} PRIVATE EMBER_HAVE_CUDA=1)
-  endif()
   if(EMBER_HAVE_ISAL)
     target_link_libraries(${target} PRIVATE ${EMBER_ISAL_LIBRARY})
     target_include_directories(${target} PRIVATE ${EMBER_ISAL_INCLUDE_DIR})
@@ -95,6 +90,15 @@ function(ember_link_private_dependencies target)
     target_link_libraries(${target} PRIVATE MPI::MPI_CXX)
     target_compile_definitions(${target} PRIVATE EMBER_HAVE_MPI=1)
   endif()
+endfunction()
+
+# What the CUDA backend (libember_cuda.so) links, and the host-side tests of its internals: the
+# CUDA runtime (static, so that the library asks the driver itself), cuBLAS, cuDNN and, with MPI,
+# NCCL. libember.so links none of these: it loads the backend at run time
+# (src/backend/cuda_loader.cpp).
+function(ember_link_cuda target)
+  target_link_libraries(${target} PRIVATE ember_cuda_libraries)  # cmake/EmberCuda.cmake
+  target_compile_definitions(${target} PRIVATE EMBER_HAVE_CUDA=1)
   if(EMBER_HAVE_NCCL)
     target_link_libraries(${target} PRIVATE ${EMBER_NCCL_LIBRARY})
     target_include_directories(${target} PRIVATE ${EMBER_NCCL_INCLUDE_DIR})

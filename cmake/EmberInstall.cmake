@@ -1,5 +1,6 @@
 # `cmake --install build --prefix P` puts under P:
-#   include/ember/*.h (with the generated version.h), lib/libember.so*, bin/ember,
+#   include/ember/*.h (with the generated version.h), lib/libember.so* (and lib/libember_cuda.so, the
+#   CUDA backend, when built), bin/ember,
 #   lib/cmake/ember/{emberConfig,emberConfigVersion,emberTargets}.cmake exporting ember::ember.
 include(CMakePackageConfigHelpers)
 
@@ -10,6 +11,13 @@ install(TARGETS ember EXPORT emberTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The CUDA backend goes beside libember.so, where libember looks for it at run time. It is not
+# exported (nothing links it); it finds libember.so beside itself, and cuBLAS and cuDNN where it
+# was linked with them.
+if(EMBER_HAVE_CUDA)
+  set_target_properties(ember_cuda PROPERTIES INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH TRUE)
+  install(TARGETS ember_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY include/ember DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/include/ember/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ember)
 

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Checks the `ember` tool's promises: --version, `devices`, and that mistakes end with a message
-# and a non-zero exit code, never a crash. Run by ctest (test "cli"); usage: check-cli.sh EMBER VERSION
+# and a non-zero exit code, never a crash. Run by ctest (test "cli"); usage:
+#   check-cli.sh EMBER VERSION [CUDA_DRIVER_STUB]
+# CUDA_DRIVER_STUB, in a build with CUDA: the toolkit's stub libcuda.so, which stands in for a
+# driver so that libember loads its CUDA backend here too (the stub then answers "no driver").
 set -uo pipefail
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 PATH_TO_EMBER EXPECTED_VERSION" >&2
+if [[ $# -lt 2 || $# -gt 3 ]]; then
+  echo "usage: $0 PATH_TO_EMBER EXPECTED_VERSION [CUDA_DRIVER_STUB]" >&2
   exit 2
 fi
 ember=$1
 version=$2
+driver_stub=${3:-}
 failures=0
 checks=0
 
@@ -41,6 +45,32 @@ expect "devices: count" 0 stdout "^CUDA devices: +[0-9]+\$" -- env -u EMBER_DEVI
 expect "devices: MPS" 0 stdout "^MPS available: +(True|False)" -- env -u EMBER_DEVICE "$ember" devices
 expect "devices: choice" 0 stdout "^Chosen device: +(cpu|cuda:0|mps:0)\$" -- env -u EMBER_DEVICE "$ember" devices
 expect "EMBER_DEVICE=cpu" 0 stdout "^Chosen device: +cpu \(set by EMBER_DEVICE\)\$" -- env EMBER_DEVICE=cpu "$ember" devices
+# Without an NVIDIA driver the CUDA backend (libember_cuda.so) is never loaded, nor cuBLAS,
+# cuBLASLt, cuDNN or the CUDA runtime with it (src/backend/cuda_loader.cpp): a CPU user pays
+# nothing for the GPU code. LD_DEBUG=files names every library the loader opens.
+if env -u EMBER_DEVICE "$ember" devices | grep -q "no NVIDIA driver"; then
+  checks=$((checks + 1))
+  loaded=$(env -u EMBER_DEVICE LD_DEBUG=files "$ember" devices 2>&1 >/dev/null |
+    grep -Eo 'file=[^ ]*lib(ember_cuda|cublas|cublasLt|cudnn[a-z_]*|cudart)\.so[^ ]*' | sort -u)
+  if [[ -n $loaded ]]; then
+    failures=$((failures + 1))
+    echo "FAIL no driver, no GPU libraries: \`ember devices\` loaded"
+    echo "$loaded"
+  else
+    echo "ok   no driver, no GPU libraries loaded"
+  fi
+fi
+# With a driver (here the toolkit's stub), the backend is loaded: every symbol it needs resolves
+# (it is opened with RTLD_NOW), its probe runs, and the stub's "no driver" comes back as the reason.
+if [[ -n $driver_stub ]]; then
+  stub_dir=$(mktemp -d)
+  ln -s "$driver_stub" "$stub_dir/libcuda.so.1"
+  expect "a driver loads the CUDA backend" 0 stderr 'file=[^ ]*libember_cuda\.so' -- \
+    env -u EMBER_DEVICE LD_LIBRARY_PATH="$stub_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LD_DEBUG=files "$ember" devices
+  expect "the CUDA backend's answer" 0 stdout "^CUDA available: False \(.+\)" -- \
+    env -u EMBER_DEVICE LD_LIBRARY_PATH="$stub_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$ember" devices
+  rm -rf "$stub_dir"
+fi
 expect "bad EMBER_DEVICE" 1 stderr "^error: .*EMBER_DEVICE" -- env EMBER_DEVICE=gpu:x "$ember" devices
 expect "unknown subcommand" 2 stderr "^error: unknown command .frobnicate." -- "$ember" frobnicate
 expect "unknown flag" 2 stderr "--frobnicate" -- "$ember" --frobnicate

@@ -1,26 +1,30 @@
 // The table of backends, indexed by DeviceType. Registration is explicit — one line per backend
-// in register_builtin_backends() — because static initialisers can be dropped by the linker.
+// in register_builtin_backends() — because static initialisers can be dropped by the linker. The
+// CUDA backend is a library of its own, loaded at run time: its line asks the loader
+// (src/backend/cuda_loader.cpp), which loads it only where a driver is present.
 #include <array>
 #include <mutex>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda_runtime.h"
 #include "core/check.h"
 #include "ember/cuda.h"
-#if defined(EMBER_HAVE_CUDA)
-#include "backend/cuda/cuda_backend.h"
-#endif
 
 namespace ember {
 namespace {
 
 std::array<Backend*, kNumDeviceTypes> g_backends{};
 
-void register_builtin_backends() {
-  register_backend(DeviceType::CPU, &cpu::cpu_backend());
-#if defined(EMBER_HAVE_CUDA)
-  register_backend(DeviceType::CUDA, &cuda_impl::cuda_backend());
-#endif
+void register_builtin_backends() { register_backend(DeviceType::CPU, &cpu::cpu_backend()); }
+
+// Only a CUDA device asks for the CUDA backend, so a program that never does never loads it.
+void ensure_cuda_registered() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (g_backends[static_cast<size_t>(DeviceType::CUDA)] != nullptr) return;  // a test's stand-in
+    if (CudaRuntime* runtime = cuda_runtime()) register_backend(DeviceType::CUDA, &runtime->backend());
+  });
 }
 
 void ensure_registered() {
@@ -34,6 +38,7 @@ void register_backend(DeviceType type, Backend* backend) { g_backends[static_cas
 
 Backend* find_backend(DeviceType type) {
   ensure_registered();
+  if (type == DeviceType::CUDA) ensure_cuda_registered();
   return g_backends[static_cast<size_t>(type)];
 }
 

@@ -2,7 +2,8 @@
 // What src/distributed/distributed.cpp (the public API: checks, sequence numbers, waiting,
 // timeouts) asks of a transport. MPI carries CPU tensors and is the job's rendezvous
 // (mpi_transport.cpp; mpi_none.cpp in builds without MPI); NCCL carries CUDA tensors
-// (backend/cuda/nccl_transport.cpp; nccl_none.cpp in builds without it).
+// (backend/cuda/nccl_transport.cpp in the CUDA backend's library, reached through
+// nccl_forward.cpp, which refuses where there is none).
 //
 // Every collective is started without waiting and returns a Work::State that the caller polls:
 // a transport never blocks, so the caller alone decides how long to wait and what a timeout says.

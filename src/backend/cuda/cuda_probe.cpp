@@ -1,5 +1,6 @@
-// Asks the CUDA driver, through the statically linked runtime, whether GPUs are usable. The
-// runtime loads libcuda.so itself, so this works (and says "no driver") on machines without one.
+// Asks the CUDA driver, through the statically linked runtime, whether GPUs are usable. libember
+// calls this once, through CudaRuntime::probe(), right after loading this library
+// (src/backend/cuda_loader.cpp), and keeps the answer as cuda_probe().
 #include "backend/cuda_probe.h"
 
 #include <cuda_runtime_api.h>
@@ -9,13 +10,9 @@
 
 #include "backend/cuda/arch_support.h"
 
-namespace ember {
-namespace cuda_impl {
+namespace ember::cuda_impl {
 cudaError_t kernel_image_status(int device);  // kernel_image.cu
-}
 namespace {
-
-using cuda_impl::ArchVerdict;
 
 std::string version_str(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
@@ -57,9 +54,9 @@ CudaProbe probe() {
   // a kernel) creates a CUDA context on device 0 in every process (arch_support.h).
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) {
-    ArchVerdict verdict = cuda_impl::arch_list_runs_on(EMBER_CUDA_ARCHITECTURES_STR, prop.major, prop.minor);
+    ArchVerdict verdict = arch_list_runs_on(EMBER_CUDA_ARCHITECTURES_STR, prop.major, prop.minor);
     if (verdict == ArchVerdict::Unknown) {
-      const cudaError_t image = cuda_impl::kernel_image_status(0);
+      const cudaError_t image = kernel_image_status(0);
       const bool no_code = image == cudaErrorNoKernelImageForDevice || image == cudaErrorInvalidDeviceFunction ||
                            image == cudaErrorUnsupportedPtxVersion;
       verdict = no_code ? ArchVerdict::DoesNotRun : ArchVerdict::Runs;
@@ -79,18 +76,15 @@ CudaProbe probe() {
 
 }  // namespace
 
-const CudaProbe& cuda_probe() noexcept {
-  static const CudaProbe result = [] {
-    try {
-      return probe();
-    } catch (...) {
-      CudaProbe p;
-      p.built = true;
-      p.reason = "CUDA initialisation failed unexpectedly";
-      return p;
-    }
-  }();
-  return result;
+CudaProbe probe_driver() noexcept {
+  try {
+    return probe();
+  } catch (...) {
+    CudaProbe p;
+    p.built = true;
+    p.reason = "CUDA initialisation failed unexpectedly";
+    return p;
+  }
 }
 
-}  // namespace ember
+}  // namespace ember::cuda_impl

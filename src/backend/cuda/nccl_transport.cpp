@@ -11,6 +11,8 @@
 // Communicators, one per device, are made on the first collective on that device: rank 0's NCCL
 // unique id reaches the other ranks through an MPI broadcast of the public API.
 #if defined(EMBER_HAVE_NCCL)
+#include "backend/cuda/nccl_transport.h"
+
 #include <nccl.h>
 
 #include <chrono>
@@ -28,7 +30,9 @@
 #include "distributed/transport.h"
 #include "ember/factories.h"
 
-namespace ember::distributed::detail {
+// Inside libember_cuda.so, reached through CudaRuntime (src/backend/cuda_runtime.h): libember's
+// distributed/nccl_forward.cpp holds the detail::nccl_* entry points of transport.h.
+namespace ember::distributed::detail::nccl_transport {
 
 namespace {
 
@@ -341,15 +345,13 @@ std::unique_ptr<Work::State> enqueue(const char* call, int device, const Members
 
 }  // namespace
 
-bool nccl_built() { return true; }
-
-std::string nccl_failure() {
+std::string failure() {
   Transport& t = transport();
   std::lock_guard lock(t.mutex);
   return t.failure;
 }
 
-std::unique_ptr<Work::State> nccl_all_reduce(const Tensor& tensor, ReduceOp op, const Membership& world) {
+std::unique_ptr<Work::State> all_reduce(const Tensor& tensor, ReduceOp op, const Membership& world) {
   settle();
   const Dtype dtype = tensor.dtype();
   EMBER_CHECK(op != ReduceOp::Avg || is_floating_point(dtype), "distributed: NCCL's average of ", dtype_name(dtype),
@@ -373,7 +375,7 @@ std::unique_ptr<Work::State> nccl_all_reduce(const Tensor& tensor, ReduceOp op, 
   return state;
 }
 
-std::unique_ptr<Work::State> nccl_broadcast(const Tensor& tensor, int root, const Membership& world) {
+std::unique_ptr<Work::State> broadcast(const Tensor& tensor, int root, const Membership& world) {
   settle();
   if (tensor.numel() == 0) return std::make_unique<NcclWork>();
   const ncclDataType_t type = nccl_type(tensor.dtype(), true);
@@ -385,7 +387,7 @@ std::unique_ptr<Work::State> nccl_broadcast(const Tensor& tensor, int root, cons
       [&](ncclComm_t comm, cudaStream_t stream) { return ncclBroadcast(data, data, count, type, root, comm, stream); });
 }
 
-std::unique_ptr<Work::State> nccl_all_gather(const Tensor& input, const Tensor& output, const Membership& world) {
+std::unique_ptr<Work::State> all_gather(const Tensor& input, const Tensor& output, const Membership& world) {
   settle();
   EMBER_CHECK(output.numel() == input.numel() * world.size && output.dtype() == input.dtype() &&
                   output.device() == input.device(),
@@ -403,7 +405,7 @@ std::unique_ptr<Work::State> nccl_all_gather(const Tensor& input, const Tensor& 
       [&](ncclComm_t comm, cudaStream_t stream) { return ncclAllGather(send, receive, count, type, comm, stream); });
 }
 
-void nccl_finalize() {
+void finalize() {
   Transport& t = transport();
   {
     std::lock_guard lock(t.mutex);
@@ -454,5 +456,5 @@ void nccl_finalize() {
   if (!error.empty()) ember::detail::fail(error);
 }
 
-}  // namespace ember::distributed::detail
+}  // namespace ember::distributed::detail::nccl_transport
 #endif  // EMBER_HAVE_NCCL
