@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side CPU training benchmark: `ember train` against the PyTorch reference script
-# (../shared/baselines/pytorch_fashion_mnist.py), same recipe, data, seed and thread count.
+# (bench/pytorch_fashion_mnist.py, a copy of the reference recipe the project was given), same recipe, data, seed and thread count.
 # Runs ember and PyTorch alternately so that drift in machine load hits both alike, then prints
 # medians as a Markdown table, every individual run (so the medians can be checked) and, per
 # model, ember's best time against PyTorch's best (targets: <= 0.5x for mlp, <= 0.7x for cnn).
@@ -11,7 +11,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-baseline=$here/../shared/baselines/pytorch_fashion_mnist.py
+baseline=$here/pytorch_fashion_mnist.py
 data=${EMBER_BENCH_DATA:-/usr/share/datasets/fashion-mnist}
 venv=${EMBER_TORCH_VENV:-$HOME/.cache/ember-bench/torch-venv}
 
