@@ -11,7 +11,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-baseline=$here/pytorch_fashion_mnist.py
+baseline=$here/bench/pytorch_fashion_mnist.py
 data=${EMBER_BENCH_DATA:-/usr/share/datasets/fashion-mnist}
 venv=${EMBER_TORCH_VENV:-$HOME/.cache/ember-bench/torch-venv}
 
