@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "ember/tensor.h"
+#include "kernels/optim_ops.h"
 
 namespace ember {
 
@@ -104,6 +105,46 @@ void check_fused_update_views(const char* op, const TensorView& param, std::init
     EMBER_CHECK(v->dtype == param.dtype && v->numel() == param.numel() && v->is_contiguous() &&
                     v->device_index == param.device_index,
                 "[", op, "] state and gradient must be contiguous and match the parameter's dtype, size and device");
+  }
+}
+
+void check_sgd_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
+                    const kernels::SgdStep& step, const TensorView& skip) {
+  check_fused_update_views(op, param, {&grad, &momentum_buffer}, skip);
+  EMBER_CHECK(step.momentum == 0 || momentum_buffer.data != nullptr, "[", op, "] momentum needs a buffer");
+}
+
+void check_adam_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
+                     const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq, const kernels::AdamStep& step,
+                     const TensorView& skip) {
+  check_fused_update_views(op, param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, skip);
+  EMBER_CHECK(exp_avg.data != nullptr && exp_avg_sq.data != nullptr && (!step.amsgrad || max_exp_avg_sq.data), "[", op,
+              "] missing state");
+}
+
+void check_adadelta_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                         const TensorView& acc_delta, const TensorView& skip) {
+  check_fused_update_views(op, param, {&grad, &square_avg, &acc_delta}, skip);
+  EMBER_CHECK(square_avg.data != nullptr && acc_delta.data != nullptr, "[", op, "] missing state");
+}
+
+void check_rmsprop_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                        const TensorView& grad_avg, const TensorView& momentum_buffer, const kernels::RmspropStep& step,
+                        const TensorView& skip) {
+  check_fused_update_views(op, param, {&grad, &square_avg, &grad_avg, &momentum_buffer}, skip);
+  EMBER_CHECK(square_avg.data != nullptr && (!step.centered || grad_avg.data != nullptr) &&
+                  (step.momentum <= 0 || momentum_buffer.data != nullptr),
+              "[", op, "] missing state");
+}
+
+void check_multi_tensor_update(const char* op, std::span<const OptimTensors> tensors, size_t steps) {
+  EMBER_CHECK(steps == tensors.size(), "[", op, "] expects one step per tensor, got ", steps, " steps for ",
+              tensors.size(), " tensors");
+  for (const OptimTensors& t : tensors) {
+    EMBER_CHECK(t.param.dtype == tensors[0].param.dtype && t.param.device_index == tensors[0].param.device_index, "[",
+                op, "] every parameter must have one dtype and lie on one device: got ", dtype_name(t.param.dtype),
+                " on device ", t.param.device_index, " after ", dtype_name(tensors[0].param.dtype), " on device ",
+                tensors[0].param.device_index);
   }
 }
 

@@ -64,6 +64,15 @@ struct TensorView {
 /// Builds a view of a tensor (no checks: the caller has done them).
 TensorView view_of(const Tensor& t);
 
+/// One parameter's views in a multi-tensor optimizer update (Backend::multi_tensor_sgd_step and
+/// the others): the parameter, its gradient and the rule's state views in the order its
+/// single-tensor entry point takes them; a state view the update does not use has null data.
+struct OptimTensors {
+  TensorView param;
+  TensorView grad;
+  TensorView state[3];
+};
+
 enum class Distribution : uint8_t { Uniform, Normal, RandInt };
 struct RandomArgs {
   Distribution distribution = Distribution::Uniform;
@@ -249,6 +258,23 @@ class Backend {
                             const TensorView& grad_avg, const TensorView& momentum_buffer,
                             const kernels::RmspropStep& step, const TensorView& skip) = 0;
 
+  /// The same updates for many parameters at once (PyTorch's multi_tensor_apply behind its
+  /// _foreach and fused optimizers): the result is, bit for bit, that of the single-tensor entry
+  /// point called for each tensors[i] with steps[i] (one step per tensor: parameters of other
+  /// groups, or with other step counts, differ in it) and `skip`, but a GPU backend launches a
+  /// kernel per many parameters instead of one per parameter. OptimTensors::state holds the
+  /// single-tensor entry point's state views in its order (SGD: momentum_buffer; Adam:
+  /// exp_avg, exp_avg_sq, max_exp_avg_sq; Adadelta: square_avg, acc_delta; RMSprop: square_avg,
+  /// grad_avg, momentum_buffer). All tensors have one dtype and lie on one device.
+  virtual void multi_tensor_sgd_step(std::span<const OptimTensors> tensors, std::span<const kernels::SgdStep> steps,
+                                     const TensorView& skip) = 0;
+  virtual void multi_tensor_adam_step(std::span<const OptimTensors> tensors, std::span<const kernels::AdamStep> steps,
+                                      const TensorView& skip) = 0;
+  virtual void multi_tensor_adadelta_step(std::span<const OptimTensors> tensors,
+                                          std::span<const kernels::AdadeltaStep> steps, const TensorView& skip) = 0;
+  virtual void multi_tensor_rmsprop_step(std::span<const OptimTensors> tensors,
+                                         std::span<const kernels::RmspropStep> steps, const TensorView& skip) = 0;
+
   /// Fills `out` (contiguous) from this device type's default generator.
   virtual void random(const TensorView& out, const RandomArgs& args) = 0;
   virtual void randperm(const TensorView& out) = 0;
@@ -289,6 +315,24 @@ std::pair<int64_t, int64_t> check_gru_cell_views(const char* op, const TensorVie
 /// `skip`, when it has data, must be a single bool on the parameter's device.
 void check_fused_update_views(const char* op, const TensorView& param, std::initializer_list<const TensorView*> others,
                               const TensorView& skip);
+
+/// The checks of each rule's fused update, single-tensor or multi-tensor: the views as
+/// check_fused_update_views wants them, and the state the step's options use present (SGD's
+/// momentum buffer with momentum, Adam's averages and amsgrad's maximum, Adadelta's averages,
+/// RMSprop's square average, centered average and momentum buffer as its options ask).
+void check_sgd_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
+                    const kernels::SgdStep& step, const TensorView& skip);
+void check_adam_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
+                     const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq, const kernels::AdamStep& step,
+                     const TensorView& skip);
+void check_adadelta_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                         const TensorView& acc_delta, const TensorView& skip);
+void check_rmsprop_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& square_avg,
+                        const TensorView& grad_avg, const TensorView& momentum_buffer, const kernels::RmspropStep& step,
+                        const TensorView& skip);
+/// The checks every multi-tensor update makes before its rule's own: one step per tensor, and
+/// every parameter of the first one's dtype and device.
+void check_multi_tensor_update(const char* op, std::span<const OptimTensors> tensors, size_t steps);
 
 /// The backend for a device type, or nullptr when this build has none.
 Backend* find_backend(DeviceType type);

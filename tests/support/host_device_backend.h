@@ -36,6 +36,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "ember/device.h"
 #include "ember/error.h"
+#include "kernels/optim_ops.h"
 
 namespace ember_test {
 
@@ -48,11 +49,12 @@ class HostDeviceBackend final : public ember::Backend {
   /// How many devices it stands for (ScopedHostDevice sets it; 1 otherwise).
   void set_device_count(int count) { device_count_.store(count); }
 
-  /// How often each entry point that moves bytes between devices has been called since
-  /// reset_counts(): a test checks that a copy between two of its devices never went through the
-  /// host.
+  /// How often each entry point that moves bytes between devices, or updates parameters, has
+  /// been called since reset_counts(): a test checks that a copy between two of its devices
+  /// never went through the host, or that an optimizer step took one multi-tensor call.
   struct Counts {
     int64_t copy_to_host = 0, copy_from_host = 0, copy_between_devices = 0;
+    int64_t single_tensor_updates = 0, multi_tensor_updates = 0;
   };
   Counts counts() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -280,6 +282,7 @@ class HostDeviceBackend final : public ember::Backend {
   void sgd_step(const ember::TensorView& param, const ember::TensorView& grad, const ember::TensorView& momentum_buffer,
                 const ember::kernels::SgdStep& step, const ember::TensorView& skip) override {
     on_device("sgd_step", {{"param", &param}, {"grad", &grad}, {"momentum_buffer", &momentum_buffer}, {"skip", &skip}});
+    count(&Counts::single_tensor_updates);
     cpu().sgd_step(param, grad, momentum_buffer, step, skip);
   }
   void adam_step(const ember::TensorView& param, const ember::TensorView& grad, const ember::TensorView& exp_avg,
@@ -291,6 +294,7 @@ class HostDeviceBackend final : public ember::Backend {
                             {"exp_avg_sq", &exp_avg_sq},
                             {"max_exp_avg_sq", &max_exp_avg_sq},
                             {"skip", &skip}});
+    count(&Counts::single_tensor_updates);
     cpu().adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, skip);
   }
   void adadelta_step(const ember::TensorView& param, const ember::TensorView& grad, const ember::TensorView& square_avg,
@@ -299,6 +303,7 @@ class HostDeviceBackend final : public ember::Backend {
     on_device(
         "adadelta_step",
         {{"param", &param}, {"grad", &grad}, {"square_avg", &square_avg}, {"acc_delta", &acc_delta}, {"skip", &skip}});
+    count(&Counts::single_tensor_updates);
     cpu().adadelta_step(param, grad, square_avg, acc_delta, step, skip);
   }
   void rmsprop_step(const ember::TensorView& param, const ember::TensorView& grad, const ember::TensorView& square_avg,
@@ -310,7 +315,30 @@ class HostDeviceBackend final : public ember::Backend {
                                {"grad_avg", &grad_avg},
                                {"momentum_buffer", &momentum_buffer},
                                {"skip", &skip}});
+    count(&Counts::single_tensor_updates);
     cpu().rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, skip);
+  }
+  void multi_tensor_sgd_step(std::span<const ember::OptimTensors> tensors,
+                             std::span<const ember::kernels::SgdStep> steps, const ember::TensorView& skip) override {
+    on_device_all("multi_tensor_sgd_step", tensors, skip);
+    cpu().multi_tensor_sgd_step(tensors, steps, skip);
+  }
+  void multi_tensor_adam_step(std::span<const ember::OptimTensors> tensors,
+                              std::span<const ember::kernels::AdamStep> steps, const ember::TensorView& skip) override {
+    on_device_all("multi_tensor_adam_step", tensors, skip);
+    cpu().multi_tensor_adam_step(tensors, steps, skip);
+  }
+  void multi_tensor_adadelta_step(std::span<const ember::OptimTensors> tensors,
+                                  std::span<const ember::kernels::AdadeltaStep> steps,
+                                  const ember::TensorView& skip) override {
+    on_device_all("multi_tensor_adadelta_step", tensors, skip);
+    cpu().multi_tensor_adadelta_step(tensors, steps, skip);
+  }
+  void multi_tensor_rmsprop_step(std::span<const ember::OptimTensors> tensors,
+                                 std::span<const ember::kernels::RmspropStep> steps,
+                                 const ember::TensorView& skip) override {
+    on_device_all("multi_tensor_rmsprop_step", tensors, skip);
+    cpu().multi_tensor_rmsprop_step(tensors, steps, skip);
   }
 
   // ---- random numbers: the CPU's generator (a test of placement compares shapes, not draws) ----
@@ -350,6 +378,19 @@ class HostDeviceBackend final : public ember::Backend {
   void count(int64_t Counts::*counter) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++(counts_.*counter);
+  }
+
+  /// on_device for every view of a multi-tensor update (which counts as one call).
+  void on_device_all(const char* op, std::span<const ember::OptimTensors> tensors, const ember::TensorView& skip) {
+    for (const ember::OptimTensors& t : tensors) {
+      on_device(op, {{"param", &t.param},
+                     {"grad", &t.grad},
+                     {"state[0]", &t.state[0]},
+                     {"state[1]", &t.state[1]},
+                     {"state[2]", &t.state[2]}});
+    }
+    on_device(op, {{"skip", &skip}});
+    count(&Counts::multi_tensor_updates);
   }
 
   /// Throws unless every view with data lies inside memory this backend allocated.

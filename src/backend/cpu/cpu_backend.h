@@ -77,6 +77,14 @@ class CpuBackend final : public Backend {
   void rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                     const TensorView& grad_avg, const TensorView& momentum_buffer, const kernels::RmspropStep& step,
                     const TensorView& skip) override;
+  void multi_tensor_sgd_step(std::span<const OptimTensors> tensors, std::span<const kernels::SgdStep> steps,
+                             const TensorView& skip) override;
+  void multi_tensor_adam_step(std::span<const OptimTensors> tensors, std::span<const kernels::AdamStep> steps,
+                              const TensorView& skip) override;
+  void multi_tensor_adadelta_step(std::span<const OptimTensors> tensors, std::span<const kernels::AdadeltaStep> steps,
+                                  const TensorView& skip) override;
+  void multi_tensor_rmsprop_step(std::span<const OptimTensors> tensors, std::span<const kernels::RmspropStep> steps,
+                                 const TensorView& skip) override;
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;

@@ -170,9 +170,8 @@ bool skipped(const TensorView& skip) { return skip.data != nullptr && *skip.ptr<
 
 void CpuBackend::sgd_step(const TensorView& param, const TensorView& grad, const TensorView& momentum_buffer,
                           const kernels::SgdStep& step, const TensorView& skip) {
-  check_fused_update_views("sgd_step", param, {&grad, &momentum_buffer}, skip);
+  check_sgd_step("sgd_step", param, grad, momentum_buffer, step, skip);
   if (skipped(skip)) return;
-  EMBER_CHECK(step.momentum == 0 || momentum_buffer.data != nullptr, "[sgd_step] momentum needs a buffer");
   auto run = [&]<typename C>() {
     C* p = param.ptr<C>();
     const C* g = grad.ptr<const C>();
@@ -189,10 +188,8 @@ void CpuBackend::sgd_step(const TensorView& param, const TensorView& grad, const
 void CpuBackend::adam_step(const TensorView& param, const TensorView& grad, const TensorView& exp_avg,
                            const TensorView& exp_avg_sq, const TensorView& max_exp_avg_sq,
                            const kernels::AdamStep& step, const TensorView& skip) {
-  check_fused_update_views("adam_step", param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, skip);
+  check_adam_step("adam_step", param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, skip);
   if (skipped(skip)) return;
-  EMBER_CHECK(exp_avg.data != nullptr && exp_avg_sq.data != nullptr && (!step.amsgrad || max_exp_avg_sq.data),
-              "[adam_step] missing state");
   auto run = [&]<typename C>() {
     C* p = param.ptr<C>();
     const C* g = grad.ptr<const C>();
@@ -211,9 +208,8 @@ void CpuBackend::adam_step(const TensorView& param, const TensorView& grad, cons
 
 void CpuBackend::adadelta_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                                const TensorView& acc_delta, const kernels::AdadeltaStep& step, const TensorView& skip) {
-  check_fused_update_views("adadelta_step", param, {&grad, &square_avg, &acc_delta}, skip);
+  check_adadelta_step("adadelta_step", param, grad, square_avg, acc_delta, skip);
   if (skipped(skip)) return;
-  EMBER_CHECK(square_avg.data != nullptr && acc_delta.data != nullptr, "[adadelta_step] missing state");
   auto run = [&]<typename C>() {
     C* p = param.ptr<C>();
     const C* g = grad.ptr<const C>();
@@ -237,11 +233,8 @@ void CpuBackend::adadelta_step(const TensorView& param, const TensorView& grad, 
 void CpuBackend::rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                               const TensorView& grad_avg, const TensorView& momentum_buffer,
                               const kernels::RmspropStep& step, const TensorView& skip) {
-  check_fused_update_views("rmsprop_step", param, {&grad, &square_avg, &grad_avg, &momentum_buffer}, skip);
+  check_rmsprop_step("rmsprop_step", param, grad, square_avg, grad_avg, momentum_buffer, step, skip);
   if (skipped(skip)) return;
-  EMBER_CHECK(square_avg.data != nullptr && (!step.centered || grad_avg.data != nullptr) &&
-                  (step.momentum <= 0 || momentum_buffer.data != nullptr),
-              "[rmsprop_step] missing state");
   auto run = [&]<typename C>() {
     C* p = param.ptr<C>();
     const C* g = grad.ptr<const C>();
@@ -255,6 +248,62 @@ void CpuBackend::rmsprop_step(const TensorView& param, const TensorView& grad, c
     run.template operator()<float>();
   } else {
     run.template operator()<double>();
+  }
+}
+
+// The multi-tensor forms loop over the single-tensor updates: on the CPU a call costs no launch,
+// and each parameter's pass is already spread over the threads. Every tensor is checked before
+// any is written, as a GPU launch would fail before writing anything.
+
+void CpuBackend::multi_tensor_sgd_step(std::span<const OptimTensors> tensors, std::span<const kernels::SgdStep> steps,
+                                       const TensorView& skip) {
+  check_multi_tensor_update("multi_tensor_sgd_step", tensors, steps.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    check_sgd_step("multi_tensor_sgd_step", t.param, t.grad, t.state[0], steps[i], skip);
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    sgd_step(t.param, t.grad, t.state[0], steps[i], skip);
+  }
+}
+
+void CpuBackend::multi_tensor_adam_step(std::span<const OptimTensors> tensors, std::span<const kernels::AdamStep> steps,
+                                        const TensorView& skip) {
+  check_multi_tensor_update("multi_tensor_adam_step", tensors, steps.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    check_adam_step("multi_tensor_adam_step", t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    adam_step(t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);
+  }
+}
+
+void CpuBackend::multi_tensor_adadelta_step(std::span<const OptimTensors> tensors,
+                                            std::span<const kernels::AdadeltaStep> steps, const TensorView& skip) {
+  check_multi_tensor_update("multi_tensor_adadelta_step", tensors, steps.size());
+  for (const OptimTensors& t : tensors) {
+    check_adadelta_step("multi_tensor_adadelta_step", t.param, t.grad, t.state[0], t.state[1], skip);
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    adadelta_step(t.param, t.grad, t.state[0], t.state[1], steps[i], skip);
+  }
+}
+
+void CpuBackend::multi_tensor_rmsprop_step(std::span<const OptimTensors> tensors,
+                                           std::span<const kernels::RmspropStep> steps, const TensorView& skip) {
+  check_multi_tensor_update("multi_tensor_rmsprop_step", tensors, steps.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    check_rmsprop_step("multi_tensor_rmsprop_step", t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i],
+                       skip);
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    rmsprop_step(t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);
   }
 }
 

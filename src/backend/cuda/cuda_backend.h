@@ -1,14 +1,15 @@
 #pragma once
 // The CUDA backend. Its methods are implemented one op family per file in this folder, like the
 // CPU backend's:
-//   cuda_backend.cpp  memory, host copies, registration    copy.cu        copy, fill
+//   cuda_backend.cpp  memory, host and peer copies         copy.cu        copy, fill
 //   unary.cu          unary ops, clamp                     binary.cu      binary ops, add_scaled, where
 //   reduce.cu         reductions (CUB block reductions)    softmax.cu     softmax, log_softmax
 //   cross_entropy.cu  log_softmax + nll_loss fused, both ways
 //   matmul.cpp        matrix products (cuBLAS)             indexing.cu    index_select, gather, scatter_add
 //   conv.cpp          2-D convolution (cuDNN)              pool.cu        2-D max/average pooling
 //   random.cu         the Philox generator, randperm (CUB radix sort)
-//   optim.cu          fused optimizer updates (SGD, Adam/AdamW, Adadelta, RMSprop)
+//   optim.cu          fused optimizer updates (SGD, Adam/AdamW, Adadelta, RMSprop), one parameter or many
+//                     per launch (multi_tensor_plan.h)
 //   finite.cu         all_finite (the trainer's per-step check, finite_plan.h)
 //   rnn.cu            the LSTM and GRU cells' updates, forward and backward
 // Shared plumbing: runtime.h (checked calls, devices, streams, library handles), launch.h (grid
@@ -82,6 +83,14 @@ class CudaBackend final : public Backend {
   void rmsprop_step(const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                     const TensorView& grad_avg, const TensorView& momentum_buffer, const kernels::RmspropStep& step,
                     const TensorView& skip) override;
+  void multi_tensor_sgd_step(std::span<const OptimTensors> tensors, std::span<const kernels::SgdStep> steps,
+                             const TensorView& skip) override;
+  void multi_tensor_adam_step(std::span<const OptimTensors> tensors, std::span<const kernels::AdamStep> steps,
+                              const TensorView& skip) override;
+  void multi_tensor_adadelta_step(std::span<const OptimTensors> tensors, std::span<const kernels::AdadeltaStep> steps,
+                                  const TensorView& skip) override;
+  void multi_tensor_rmsprop_step(std::span<const OptimTensors> tensors, std::span<const kernels::RmspropStep> steps,
+                                 const TensorView& skip) override;
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;
