@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "ember/autograd.h"
 #include "ember/dtype.h"
+#include "optim/fused_updates.h"
 
 namespace ember::optim {
 
@@ -66,6 +67,7 @@ void Optimizer::step(const Tensor& skip) {
               detail::shape_str(skip.sizes()));
   NoGradGuard no_grad;
   stepped_ = true;
+  fusion::FusedUpdates fused;  // the rules' fused updates, launched together below (fused_updates.h)
   size_t index = 0;
   for (auto& group : groups_) {
     for (Tensor& param : group.params) {
@@ -74,6 +76,7 @@ void Optimizer::step(const Tensor& skip) {
       ++index;
     }
   }
+  fused.launch();
 }
 
 bool Optimizer::skipped(const Tensor& skip) { return skip.defined() && skip.item<bool>(); }

@@ -10,6 +10,7 @@
 #include "ember/factories.h"
 #include "ember/ops.h"
 #include "kernels/optim_ops.h"
+#include "optim/fused_updates.h"
 
 namespace ember::optim {
 namespace {
@@ -40,9 +41,6 @@ bool fusable(const Tensor& param, const Tensor& skip, std::initializer_list<cons
   }
   return true;
 }
-
-/// A view for a fused update, or an empty one (null data) for state the update does not use.
-TensorView view_or_null(const Tensor& t) { return t.defined() ? view_of(t) : TensorView{}; }
 
 /// What in-place ops would have done: tensors written by a fused update count as modified, so
 /// autograd still refuses a graph that saved them before the step.
@@ -170,7 +168,7 @@ void SGD::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std
     step.nesterov = group.get("nesterov") != 0;
     step.maximize = group.get("maximize") != 0;
     step.first_step = first_step;
-    backend_for(param.device()).sgd_step(view_of(param), view_of(grad), view_or_null(buffer), step, view_or_null(skip));
+    fusion::fused_sgd_step(param, grad, buffer, step, skip);
     mark_written({&param, &buffer});
     return;
   }
@@ -230,9 +228,7 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, st
     fused.decoupled = decoupled_weight_decay_;
     fused.maximize = group.get("maximize") != 0;
     fused.amsgrad = amsgrad;
-    backend_for(param.device())
-        .adam_step(view_of(param), view_of(grad), view_of(exp_avg), view_of(exp_avg_sq), view_or_null(max_sq), fused,
-                   view_or_null(skip));
+    fusion::fused_adam_step(param, grad, exp_avg, exp_avg_sq, max_sq, fused, skip);
     mark_written({&param, &exp_avg, &exp_avg_sq, &max_sq});
     return;
   }
@@ -287,9 +283,7 @@ void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad
     fused.eps = eps;
     fused.weight_decay = group.get("weight_decay");
     fused.maximize = group.get("maximize") != 0;
-    backend_for(param.device())
-        .adadelta_step(view_of(param), view_of(grad), view_of(square_avg), view_of(acc_delta), fused,
-                       view_or_null(skip));
+    fusion::fused_adadelta_step(param, grad, square_avg, acc_delta, fused, skip);
     mark_written({&param, &square_avg, &acc_delta});
     return;
   }
@@ -343,9 +337,7 @@ void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
     fused.momentum = momentum;
     fused.centered = centered;
     fused.maximize = group.get("maximize") != 0;
-    backend_for(param.device())
-        .rmsprop_step(view_of(param), view_of(grad), view_of(square_avg), view_or_null(grad_avg), view_or_null(buffer),
-                      fused, view_or_null(skip));
+    fusion::fused_rmsprop_step(param, grad, square_avg, grad_avg, buffer, fused, skip);
     mark_written({&param, &square_avg, &grad_avg, &buffer});
     return;
   }
