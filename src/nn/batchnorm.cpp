@@ -41,10 +41,27 @@ std::vector<int64_t> channel_shape(const Tensor& input) {
   return shape;
 }
 
-}  // namespace
+/// The running statistics' update factor: a number, or a 0-dim float64 tensor on the module's
+/// device (BatchNorm with momentum=None, whose factor 1/num_batches_tracked the host would have to
+/// wait for the device to read).
+struct Momentum {
+  double value = 0;
+  Tensor tensor;
+};
 
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum, double eps) {
+/// running * (1 - m) + batch * (m * scale). The tensor form rounds as the number form does: the
+/// factor's arithmetic is in float64 as on the host, and the 0-dim float64 operands are converted
+/// to the statistics' dtype (a 0-dim tensor does not promote a dimensioned one) exactly as a
+/// number is.
+Tensor running_update(const Tensor& running, const Tensor& batch, const Momentum& m, double scale) {
+  if (m.tensor.defined()) {
+    return running * (1.0 - m.tensor) + batch * (scale == 1.0 ? m.tensor : m.tensor * scale);
+  }
+  return running * (1.0 - m.value) + batch * (m.value * scale);
+}
+
+Tensor batch_norm_impl(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                       const Tensor& bias, bool training, const Momentum& momentum, double eps) {
   amp::detail::NoAutocastGuard no_autocast;  // one op in PyTorch, not in autocast's lists
   ember::detail::OpContext context(
       "batch_norm", {{"input", &input}, {"running_mean", &running_mean}, {"weight", &weight}, {"bias", &bias}});
@@ -88,12 +105,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
       mean = x.mean(dims);
       const Tensor var = x.var(dims, /*correction=*/0);
       invstd = rsqrt(var + eps);
-      if (running_mean.defined()) {
-        Tensor(running_mean).copy_(running_mean * (1.0 - momentum) + mean * momentum);
-      }
+      if (running_mean.defined()) Tensor(running_mean).copy_(running_update(running_mean, mean, momentum, 1.0));
       if (running_var.defined()) {
         const double bessel = static_cast<double>(count) / static_cast<double>(count - 1);
-        Tensor(running_var).copy_(running_var * (1.0 - momentum) + var * (momentum * bessel));
+        Tensor(running_var).copy_(running_update(running_var, var, momentum, bessel));
       }
     } else {
       // A copy, so that a later in-place update of the running mean cannot change the backward.
@@ -152,6 +167,13 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   return out;
 }
 
+}  // namespace
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  return batch_norm_impl(input, running_mean, running_var, weight, bias, training, Momentum{momentum, Tensor()}, eps);
+}
+
 }  // namespace functional
 
 BatchNormBase::BatchNormBase(int64_t num_features, double eps, std::optional<double> momentum, bool affine,
@@ -183,15 +205,18 @@ void BatchNormBase::reset_running_stats() {
 
 Tensor BatchNormBase::forward(const Tensor& input) {
   check_input_dim(input);
-  double factor = momentum.value_or(0.0);
+  functional::Momentum factor{momentum.value_or(0.0), Tensor()};
   if (is_training() && track_running_stats) {
     NoGradGuard no_grad;
     num_batches_tracked.add_(1);
-    if (!momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+    // momentum=None: a cumulative average, factor 1/num_batches_tracked (float64, as PyTorch's
+    // Python float), computed where the count lives: reading the count back would make the host
+    // wait for the device at every forward.
+    if (!momentum) factor.tensor = 1.0 / num_batches_tracked.to(kFloat64);
   }
   // Without running statistics the batch's own are used in eval() as well.
   const bool use_batch_stats = is_training() || !track_running_stats;
-  return functional::batch_norm(input, running_mean, running_var, weight, bias, use_batch_stats, factor, eps);
+  return functional::batch_norm_impl(input, running_mean, running_var, weight, bias, use_batch_stats, factor, eps);
 }
 
 void BatchNorm1d::check_input_dim(const Tensor& input) const {
