@@ -3,6 +3,8 @@
 #include "ember/optim/optimizers.h"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 #include "core/check.h"
@@ -49,6 +51,43 @@ void mark_written(std::initializer_list<const Tensor*> tensors) {
     if (t->defined()) t->impl().storage->bump_version();
   }
 }
+
+/// step(skip)'s flag for an op-by-op update (a parameter no fused kernel takes: 16-bit, strided).
+/// A flag on the host is read there, which costs nothing. A flag on the parameter's device is not:
+/// reading it would make the host wait for the device once per parameter per step. The update then
+/// runs as if the step were taken, and finish() sets every tensor it wrote back to its value from
+/// before the step where the flag holds true: a select on the device, which keeps a taken step's
+/// values bit for bit.
+class OpByOpSkip {
+ public:
+  OpByOpSkip(const Tensor& skip, const Tensor& param) {
+    if (!skip.defined()) return;
+    if (!skip.is_cpu() && skip.device() == param.device()) {
+      flag_ = skip;
+    } else {
+      skipped_ = skip.item<bool>();  // a CPU flag (or one on another device, which must be read)
+    }
+  }
+  /// Whether to leave the update out: a flag read on the host that holds true.
+  bool skipped() const { return skipped_; }
+  /// Remembers what `t` holds before the update writes it (nothing without a flag on the device).
+  void keep(const Tensor& t) {
+    if (flag_.defined() && t.defined()) saved_.emplace_back(t, t.clone());
+  }
+  /// A state tensor the update creates: zeros after a skipped step, as the fused kernels leave it.
+  void keep_as_zeros(const Tensor& t) {
+    if (flag_.defined() && t.defined()) saved_.emplace_back(t, zeros_like(t));
+  }
+  /// Takes the update back where the flag holds true.
+  void finish() {
+    for (auto& [t, before] : saved_) Tensor(t).copy_(where(flag_, before, t));
+  }
+
+ private:
+  Tensor flag_;
+  bool skipped_ = false;
+  std::vector<std::pair<Tensor, Tensor>> saved_;
+};
 
 /// self.lerp_(end, weight) with PyTorch's CPU formula, which switches form at weight 0.5.
 void lerp_(Tensor& self, const Tensor& end, double weight) {
@@ -172,12 +211,16 @@ void SGD::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std
     mark_written({&param, &buffer});
     return;
   }
-  if (skipped(skip)) return;
+  OpByOpSkip flag(skip, param);
+  if (flag.skipped()) return;
+  flag.keep(param);
+  flag.keep(buffer);
   Tensor g = effective_grad(group, param, grad);
   if (momentum != 0) {
     if (first_step) {
       buffer = g.detach().clone();
       state["momentum_buffer"] = buffer;
+      flag.keep_as_zeros(buffer);
     } else {
       buffer.mul_(momentum);
       buffer.add_(g, 1.0 - group.get("dampening"));
@@ -185,6 +228,7 @@ void SGD::update(const ParamGroup& group, Tensor& param, const Tensor& grad, std
     g = group.get("nesterov") != 0 ? g.add(buffer, momentum) : buffer;
   }
   param.add_(g, -group.lr());
+  flag.finish();
 }
 
 // ---- Adam / AdamW ----
@@ -232,7 +276,9 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, st
     mark_written({&param, &exp_avg, &exp_avg_sq, &max_sq});
     return;
   }
-  if (skipped(skip)) return;
+  OpByOpSkip flag(skip, param);
+  if (flag.skipped()) return;
+  for (const Tensor* t : {&param, &exp_avg, &exp_avg_sq, &max_sq}) flag.keep(*t);
   Tensor g = group.get("maximize") != 0 ? grad.neg() : grad;
   if (weight_decay != 0) {
     if (decoupled_weight_decay_) {
@@ -252,6 +298,7 @@ void Adam::update(const ParamGroup& group, Tensor& param, const Tensor& grad, st
   Tensor denom = second_moment.sqrt() / bias_correction2_sqrt;
   denom.add_(group.get("eps"));
   param.add_(exp_avg.div(denom), -step_size);
+  flag.finish();
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(single_group(std::move(params)), options) {}
@@ -287,7 +334,9 @@ void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad
     mark_written({&param, &square_avg, &acc_delta});
     return;
   }
-  if (skipped(skip)) return;
+  OpByOpSkip flag(skip, param);
+  if (flag.skipped()) return;
+  for (const Tensor* t : {&param, &square_avg, &acc_delta}) flag.keep(*t);
   Tensor g = effective_grad(group, param, grad);
   decay_add_square_(square_avg, g, rho);
   Tensor std_dev = (square_avg + eps).sqrt();
@@ -296,6 +345,7 @@ void Adadelta::update(const ParamGroup& group, Tensor& param, const Tensor& grad
   delta.mul_(g);
   decay_add_square_(acc_delta, delta, rho);
   param.add_(delta, -group.lr());
+  flag.finish();
 }
 
 // ---- RMSprop ----
@@ -341,7 +391,9 @@ void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
     mark_written({&param, &square_avg, &grad_avg, &buffer});
     return;
   }
-  if (skipped(skip)) return;
+  OpByOpSkip flag(skip, param);
+  if (flag.skipped()) return;
+  for (const Tensor* t : {&param, &square_avg, &grad_avg, &buffer}) flag.keep(*t);
   Tensor g = effective_grad(group, param, grad);
   decay_add_square_(square_avg, g, alpha);
   Tensor avg;
@@ -359,6 +411,7 @@ void RMSprop::update(const ParamGroup& group, Tensor& param, const Tensor& grad,
   } else {
     param.add_(g.div(avg), -group.lr());
   }
+  flag.finish();
 }
 
 }  // namespace ember::optim
