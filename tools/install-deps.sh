@@ -17,6 +17,7 @@ packages=(
   libisal-dev                                  # fast CRC-32 for torch.save and .npz archives (optional)
   libopenmpi-dev openmpi-bin                   # distributed training: MPI launches ranks and carries CPU tensors
   dataset-fashion-mnist                        # the data set the trainer uses
+  python3 zstd                                 # with CUDA: the build-time check of the kernels' resources reads (compressed) cubins
   "$@"
 )
 
