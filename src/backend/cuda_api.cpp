@@ -64,7 +64,10 @@ void set_device(int device) {
   cuda_runtime()->set_current_device(d);
 }
 
-void synchronize(int device) { cuda_runtime()->synchronize(resolve(device, "synchronize")); }
+void synchronize(int device) {
+  const int d = resolve(device, "synchronize");  // first: it throws where there is no runtime
+  cuda_runtime()->synchronize(d);
+}
 
 size_t memory_allocated(int device) { return stats_of(device).allocated; }
 size_t memory_reserved(int device) { return stats_of(device).reserved; }
