@@ -55,7 +55,9 @@ class Optimizer {
   /// tensor changes. The decision is taken where the parameters are: float32 and float64
   /// parameters on skip's device are updated by fused kernels that read the flag themselves, so a
   /// step can hinge on a check computed on a GPU (ember::all_finite of the gradients, say) without
-  /// the host waiting for it. (Other parameters read it on the host, which waits.)
+  /// the host waiting for it. Other parameters on skip's device (16-bit or strided ones) are
+  /// updated op by op and the update is taken back by a select where the flag holds true, also
+  /// without a wait; a flag on the CPU is simply read there.
   ///
   /// What the optimizer keeps on the host (HostState: Adam's step counts, say) advances as for a
   /// step taken when a kernel decides, since the host does not know the answer. A caller who
