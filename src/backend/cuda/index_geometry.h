@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/half.h"  // EMBER_HD
+#include "kernels/dtype_dispatch.h"
 
 namespace ember::cuda_impl {
 
@@ -68,6 +69,49 @@ EMBER_HD bool scatter_add_at(T* out, const int64_t* index, const T* src, const I
   const bool in_range = v >= 0 && v < g.bound;
   if (in_range) add(out + o.data + v * g.data_strides[g.dim], src[o.other]);
   return in_range;
+}
+
+/// Adds `value` to `*target` as the CPU's scatter_add does: in the compute type (float for the
+/// 16-bit floats) and rounded once; bool adds as logical or.
+struct SequentialAdd {
+  template <typename T>
+  EMBER_HD void operator()(T* target, T value) const {
+    using C = kernels::compute_t<T>;
+    *target = static_cast<T>(static_cast<C>(*target) + static_cast<C>(value));
+  }
+};
+
+/// Deterministic scatter_add (use_deterministic_algorithms): the index's elements are taken as
+/// columns along `dim`, a column being the elements that share every other coordinate. Two
+/// columns never add into one target (a target's other coordinates are its column's), so one
+/// thread per column that adds its elements in order along `dim` adds into every target in one
+/// fixed order, the CPU backend's (which walks each such lane along `dim` too): the result is
+/// the CPU's, bit for bit. The geometry of the columns is scatter_add's with `dim` cut to one
+/// element; `length` is the index's size along `dim`, and there are numel / length columns.
+inline IndexGeometry column_geometry(const IndexGeometry& g) {
+  IndexGeometry columns = g;
+  columns.sizes[columns.dim] = 1;
+  return columns;
+}
+
+/// Column `c` of a deterministic scatter_add: adds its elements in order, skipping indices
+/// outside [0, bound) (never a write out of bounds). Returns the position along `dim` of the
+/// first such index, or -1 when all were in range.
+template <typename T, typename Add>
+EMBER_HD int64_t scatter_add_column(T* out, const int64_t* index, const T* src, const IndexGeometry& columns,
+                                    int64_t length, int64_t c, const Add& add) {
+  const IndexOffsets o = index_offsets(columns, c);
+  const int d = columns.dim;
+  int64_t first_bad = -1;
+  for (int64_t k = 0; k < length; ++k) {
+    const int64_t v = index[o.index + k * columns.index_strides[d]];
+    if (v >= 0 && v < columns.bound) {
+      add(out + o.data + v * columns.data_strides[d], src[o.other + k * columns.other_strides[d]]);
+    } else if (first_bad < 0) {
+      first_bad = k;
+    }
+  }
+  return first_bad;
 }
 
 // ------------------------------------------------------------------------------- host side
