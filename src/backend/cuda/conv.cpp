@@ -4,17 +4,28 @@
 // as in torch.nn.functional.conv2d; gradients overwritten (beta = 0); an operand no wanted
 // gradient needs may come with null data.
 //
-// Algorithms come from cuDNN's heuristics (cudnnGet*Algorithm_v7, no benchmarking): the first
-// that succeeds, may run under the requested math mode and whose workspace can be allocated. The
-// choice is cached per geometry (conv_plan.h's ConvKey), so a training loop asks once per layer.
-// Precision (conv_plan.h): float32 runs under CUDNN_FMA_MATH, i.e. without TF32, unless
-// ember::cuda::set_allow_tf32(true); float16/bfloat16 use tensor cores and accumulate in float.
+// Algorithms follow the switches of ember/backends.h, read once per call (conv_plan.h's
+// conv_policy), as PyTorch's cuDNN convolutions do:
+//  * by default, cuDNN's heuristics rank them (cudnnGet*Algorithm_v7) and the first that
+//    succeeds, may run under the requested math mode and whose workspace can be allocated is
+//    taken; with backends::cudnn::benchmark, they are timed on the call's own data instead
+//    (cudnnFind*AlgorithmEx) and the fastest such one is taken;
+//  * with backends::cudnn::deterministic or use_deterministic_algorithms, only algorithms cuDNN
+//    rates deterministic qualify (none is an error; under warn_only, a warning and any algorithm);
+//  * float32 runs under CUDNN_DEFAULT_MATH, which lets cuDNN use TF32 tensor cores, while
+//    backends::cudnn::allow_tf32 is on (the default, as torch.backends.cudnn.allow_tf32), and under
+//    CUDNN_FMA_MATH, exact to float32 rounding, when it is off; float16/bfloat16 use tensor cores
+//    and accumulate in float.
+// The choice is cached per geometry and policy (conv_plan.h's ConvKey), so a training loop
+// chooses once per layer and pass, and changing a switch chooses again.
 // float16/bfloat16 round the convolution and then the bias addition separately, where the CPU
 // rounds their sum once: a difference of at most one rounding of the result.
 //
 // The legacy API is deprecated in cuDNN 9 but complete and stable; its deprecation attributes
 // only take effect with CUDNN_WARN_DEPRECATED, which ember does not define.
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +37,8 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/runtime.h"
 #include "core/check.h"
+#include "core/determinism.h"
+#include "ember/backends.h"
 #include "ember/error.h"
 #include "kernels/dtype_dispatch.h"
 
@@ -137,15 +150,27 @@ cudnnDataType_t data_type(Dtype dtype, const char* op) {
   });
 }
 
-/// The descriptors of one convolution; the convolution's math mode is set per pass by plan().
+/// The switches of ember/backends.h as they stand now.
+ConvSwitches current_switches() {
+  ConvSwitches s;
+  s.cudnn_deterministic = backends::cudnn::deterministic();
+  s.deterministic_algorithms = are_deterministic_algorithms_enabled();
+  s.warn_only = is_deterministic_algorithms_warn_only_enabled();
+  s.benchmark = backends::cudnn::benchmark();
+  s.allow_tf32 = backends::cudnn::allow_tf32();
+  return s;
+}
+
+/// The descriptors of one convolution and the policy its passes follow; the convolution's math
+/// mode is set per pass by plan().
 struct Descs {
   TensorDesc x, y, bias;
   FilterDesc w;
   ConvDesc conv;
-  ConvMath requested;
+  ConvPolicy policy;
 
   Descs(const ConvShape& s, const Conv2dArgs& a, Dtype dtype, const char* op)
-      : x(op), y(op), bias(op), w(op), conv(op), requested(requested_math(dtype, allow_tf32())) {
+      : x(op), y(op), bias(op), w(op), conv(op), policy(conv_policy(dtype, current_switches())) {
     const cudnnDataType_t type = data_type(dtype, op);
     // float16/bfloat16 accumulate in float, as the CPU's widened computation does.
     const cudnnDataType_t compute = dtype == kFloat64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -158,7 +183,7 @@ struct Descs {
                                                       as_int(a.dilation[1]), CUDNN_CROSS_CORRELATION, compute),
                       op);
     EMBER_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv.get(), as_int(s.groups)), op);
-    EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), to_cudnn(requested)), op);
+    EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), to_cudnn(policy.math)), op);
   }
 };
 
@@ -177,12 +202,15 @@ struct Choice {
   int algo = 0;
   ConvMath math = ConvMath::Default;
   size_t workspace = 0;
+  bool deterministic = false;  // as cuDNN rates the algorithm
 };
 
-struct Candidate {
-  int algo;
-  cudnnStatus_t status;
-  cudnnMathType_t math;
+/// The data one pass reads and writes, which timing the algorithms (cudnn.benchmark) runs on:
+/// forward x, w -> y; backward data w, dy -> dx; backward filter x, dy -> dw.
+struct Operands {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* out = nullptr;
 };
 
 std::mutex& cache_mutex() {
@@ -194,12 +222,13 @@ std::unordered_map<ConvKey, Choice, ConvKeyHash>& cache() {
   return *c;
 }
 
-ConvKey key_of(ConvPass pass, const ConvShape& s, const Conv2dArgs& a, Dtype dtype, ConvMath math, int device) {
+ConvKey key_of(ConvPass pass, const ConvShape& s, const Conv2dArgs& a, Dtype dtype, const ConvPolicy& policy,
+               int device) {
   ConvKey k;
   k.device = device;
   k.pass = pass;
   k.dtype = dtype;
-  k.math = math;
+  set_policy(k, policy);
   k.n = s.n, k.c = s.c, k.h = s.h, k.w = s.w;
   k.o = s.o, k.kh = s.kh, k.kw = s.kw;
   k.groups = s.groups;
@@ -212,17 +241,18 @@ ConvKey key_of(ConvPass pass, const ConvShape& s, const Conv2dArgs& a, Dtype dty
 }
 
 template <typename Perf>
-std::vector<Candidate> candidates_of(const std::vector<Perf>& perfs, int returned) {
-  std::vector<Candidate> out;
+std::vector<ConvCandidate> candidates_of(const std::vector<Perf>& perfs, int returned) {
+  std::vector<ConvCandidate> out;
   for (int i = 0; i < returned; ++i) {
-    out.push_back({static_cast<int>(perfs[static_cast<size_t>(i)].algo), perfs[static_cast<size_t>(i)].status,
-                   perfs[static_cast<size_t>(i)].mathType});
+    const Perf& p = perfs[static_cast<size_t>(i)];
+    out.push_back({static_cast<int>(p.algo), p.status == CUDNN_STATUS_SUCCESS, from_cudnn(p.mathType),
+                   p.determinism == CUDNN_DETERMINISTIC});
   }
   return out;
 }
 
 /// cuDNN's heuristic ranking of the algorithms for one pass, best first.
-std::vector<Candidate> heuristics(ConvPass pass, cudnnHandle_t h, const Descs& d, const char* op) {
+std::vector<ConvCandidate> heuristics(ConvPass pass, cudnnHandle_t h, const Descs& d, const char* op) {
   int max_count = 0, returned = 0;
   switch (pass) {
     case ConvPass::Forward: {
@@ -270,14 +300,92 @@ cudnnStatus_t workspace_size(ConvPass pass, cudnnHandle_t h, const Descs& d, int
   return CUDNN_STATUS_BAD_PARAM;
 }
 
+/// cudnn.benchmark: every algorithm timed on the pass's own data (cudnnFind*Ex, which writes the
+/// output; the pass then overwrites it), fastest first. The scratch memory offered is the largest
+/// that any candidate of `ranked` asks for and that can be allocated now, as PyTorch offers;
+/// algorithms needing more are reported as failed and so never chosen.
+std::vector<ConvCandidate> timed(ConvPass pass, cudnnHandle_t h, Descs& d, const std::vector<ConvCandidate>& ranked,
+                                 const Operands& io, int device, const char* op) {
+  std::vector<size_t> sizes;
+  for (const ConvAttempt& attempt : conv_attempts(ranked, d.policy.math, false)) {
+    EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), to_cudnn(attempt.math)), op);
+    size_t bytes = 0;
+    if (workspace_size(pass, h, d, attempt.algo, &bytes) == CUDNN_STATUS_SUCCESS) sizes.push_back(bytes);
+  }
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), to_cudnn(d.policy.math)), op);
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  std::unique_ptr<Workspace> ws;
+  for (size_t bytes : sizes) {
+    try {
+      ws = std::make_unique<Workspace>(bytes, device);
+      break;
+    } catch (const OutOfMemoryError&) {
+      // a smaller workspace still times the algorithms that fit in it
+    }
+  }
+  if (!ws) ws = std::make_unique<Workspace>(0, device);
+  int max_count = 0, returned = 0;
+  switch (pass) {
+    case ConvPass::Forward: {
+      EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count), op);
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(static_cast<size_t>(max_count));
+      EMBER_CUDNN_CHECK(
+          cudnnFindConvolutionForwardAlgorithmEx(h, d.x.get(), io.a, d.w.get(), io.b, d.conv.get(), d.y.get(), io.out,
+                                                 max_count, &returned, perfs.data(), ws->data(), ws->size()),
+          op);
+      return candidates_of(perfs, returned);
+    }
+    case ConvPass::BackwardData: {
+      EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count), op);
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(static_cast<size_t>(max_count));
+      EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w.get(), io.a, d.y.get(), io.b, d.conv.get(),
+                                                                    d.x.get(), io.out, max_count, &returned,
+                                                                    perfs.data(), ws->data(), ws->size()),
+                        op);
+      return candidates_of(perfs, returned);
+    }
+    case ConvPass::BackwardFilter: {
+      EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count), op);
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(static_cast<size_t>(max_count));
+      EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x.get(), io.a, d.y.get(), io.b, d.conv.get(),
+                                                                      d.w.get(), io.out, max_count, &returned,
+                                                                      perfs.data(), ws->data(), ws->size()),
+                        op);
+      return candidates_of(perfs, returned);
+    }
+  }
+  return {};
+}
+
+const char* pass_name(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::Forward:
+      return "cudnn_convolution";
+    case ConvPass::BackwardData:
+      return "cudnn_convolution_backward_input";
+    case ConvPass::BackwardFilter:
+      return "cudnn_convolution_backward_weight";
+  }
+  return "cudnn_convolution";
+}
+
 struct Plan {
   Choice choice;
   std::unique_ptr<Workspace> workspace;
 };
 
 /// The algorithm for one pass and its workspace; leaves d.conv in the algorithm's math mode.
-Plan plan(ConvPass pass, const ConvShape& s, const Conv2dArgs& a, Dtype dtype, Descs& d, int device, const char* op) {
-  const ConvKey key = key_of(pass, s, a, dtype, d.requested, device);
+Plan plan(ConvPass pass, const ConvShape& s, const Conv2dArgs& a, Dtype dtype, Descs& d, const Operands& io, int device,
+          const char* op) {
+  const ConvKey key = key_of(pass, s, a, dtype, d.policy, device);
+  // use_deterministic_algorithms(true, warn_only = true) with no deterministic algorithm: warned
+  // at every call that runs the non-deterministic one, as each call of an op without a
+  // deterministic implementation warns.
+  auto warn_if_not_deterministic = [&](const Choice& c) {
+    if (d.policy.determinism == ConvDeterminism::Preferred && !c.deterministic) {
+      detail::alert_not_deterministic(pass_name(pass));
+    }
+  };
   cudnnHandle_t h = cudnn_handle(device);
   std::optional<Choice> cached;
   {
@@ -288,7 +396,9 @@ Plan plan(ConvPass pass, const ConvShape& s, const Conv2dArgs& a, Dtype dtype, D
   if (cached) {
     EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), to_cudnn(cached->math)), op);
     try {
-      return {*cached, std::make_unique<Workspace>(cached->workspace, device)};
+      Plan p{*cached, std::make_unique<Workspace>(cached->workspace, device)};
+      warn_if_not_deterministic(p.choice);
+      return p;
     } catch (const OutOfMemoryError&) {
       // Less memory is free than when this algorithm was chosen: choose again among those whose
       // scratch memory fits now, as the first call would have.
@@ -296,29 +406,42 @@ Plan plan(ConvPass pass, const ConvShape& s, const Conv2dArgs& a, Dtype dtype, D
       cache().erase(key);
     }
   }
-  const std::vector<Candidate> ranked = heuristics(pass, h, d, op);
-  // Two rounds: first the algorithms whose reported math mode may run as requested; then, should
-  // cuDNN have rated every algorithm under another mode, any of them forced into the requested
-  // one (which cuDNN then either honours or refuses when the workspace is sized).
-  for (const bool strict : {true, false}) {
-    for (const Candidate& cand : ranked) {
-      if (cand.status != CUDNN_STATUS_SUCCESS) continue;
-      const std::optional<ConvMath> math =
-          strict ? execution_math(d.requested, from_cudnn(cand.math)) : std::optional<ConvMath>(d.requested);
-      if (!math) continue;
-      EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), to_cudnn(*math)), op);
+  std::vector<ConvCandidate> ranked = heuristics(pass, h, d, op);
+  if (d.policy.benchmark) ranked = timed(pass, h, d, ranked, io, device, op);
+  // The first attempt whose workspace cuDNN can size and the allocator can give.
+  auto first_that_fits = [&](const std::vector<ConvAttempt>& attempts) -> std::optional<Plan> {
+    for (const ConvAttempt& attempt : attempts) {
+      EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv.get(), to_cudnn(attempt.math)), op);
       size_t bytes = 0;
-      if (workspace_size(pass, h, d, cand.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+      if (workspace_size(pass, h, d, attempt.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
       std::unique_ptr<Workspace> ws;
       try {
         ws = std::make_unique<Workspace>(bytes, device);
       } catch (const OutOfMemoryError&) {
         continue;  // a later algorithm may need less scratch memory
       }
-      const Choice c{cand.algo, *math, bytes};
+      const Choice c{attempt.algo, attempt.math, bytes, attempt.deterministic};
       std::lock_guard<std::mutex> lock(cache_mutex());
       cache().emplace(key, c);
-      return {c, std::move(ws)};
+      return Plan{c, std::move(ws)};
+    }
+    return std::nullopt;
+  };
+  const bool deterministic_only = d.policy.determinism != ConvDeterminism::Any;
+  const std::vector<ConvAttempt> attempts = conv_attempts(ranked, d.policy.math, deterministic_only);
+  if (std::optional<Plan> p = first_that_fits(attempts)) return std::move(*p);
+  if (deterministic_only && attempts.empty()) {
+    const bool fallback = d.policy.determinism == ConvDeterminism::Preferred;
+    if (!fallback) {
+      detail::fail("[", op, "] cuDNN has no deterministic algorithm for ", pass_name(pass),
+                   " of this convolution (input [", s.n, ", ", s.c, ", ", s.h, ", ", s.w, "], weight [", s.o, ", ",
+                   s.cg(), ", ", s.kh, ", ", s.kw, "], groups ", s.groups, ", ", dtype_name(dtype),
+                   "), and deterministic algorithms were asked for (ember::backends::cudnn::set_deterministic or "
+                   "ember::use_deterministic_algorithms)");
+    }
+    if (std::optional<Plan> p = first_that_fits(conv_attempts(ranked, d.policy.math, false))) {
+      warn_if_not_deterministic(p->choice);
+      return std::move(*p);
     }
   }
   detail::fail("[", op, "] cuDNN has no algorithm for this convolution (input [", s.n, ", ", s.c, ", ", s.h, ", ", s.w,
@@ -351,7 +474,7 @@ void CudaBackend::conv2d(const TensorView& x, const TensorView& weight, const Te
   if (x.numel() == 0 || weight.numel() == 0) {
     zero(out, op);  // an empty sum (no input channels, or an empty image with padding)
   } else {
-    const Plan p = plan(ConvPass::Forward, s, args, x.dtype, d, device, op);
+    const Plan p = plan(ConvPass::Forward, s, args, x.dtype, d, {x.data, weight.data, out.data}, device, op);
     EMBER_CUDNN_CHECK(
         cudnnConvolutionForward(h, scale(x.dtype, kOne), d.x.get(), x.data, d.w.get(), weight.data, d.conv.get(),
                                 static_cast<cudnnConvolutionFwdAlgo_t>(p.choice.algo), p.workspace->data(),
@@ -406,7 +529,8 @@ void CudaBackend::conv2d_backward(const TensorView& grad_out, const TensorView& 
     if (empty_sum) {
       zero(grad_x, op);
     } else {
-      const Plan p = plan(ConvPass::BackwardData, s, args, dt, d, device, op);
+      const Plan p =
+          plan(ConvPass::BackwardData, s, args, dt, d, {weight.data, grad_out.data, grad_x.data}, device, op);
       EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(
                             h, scale(dt, kOne), d.w.get(), weight.data, d.y.get(), grad_out.data, d.conv.get(),
                             static_cast<cudnnConvolutionBwdDataAlgo_t>(p.choice.algo), p.workspace->data(),
@@ -418,7 +542,8 @@ void CudaBackend::conv2d_backward(const TensorView& grad_out, const TensorView& 
     if (empty_sum) {
       zero(grad_weight, op);
     } else {
-      const Plan p = plan(ConvPass::BackwardFilter, s, args, dt, d, device, op);
+      const Plan p =
+          plan(ConvPass::BackwardFilter, s, args, dt, d, {x.data, grad_out.data, grad_weight.data}, device, op);
       EMBER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
                             h, scale(dt, kOne), d.x.get(), x.data, d.y.get(), grad_out.data, d.conv.get(),
                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.choice.algo), p.workspace->data(),
