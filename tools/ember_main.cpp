@@ -80,7 +80,7 @@ Subcommand add_devices(CLI::App& app) {
 // Options of `ember train` that --resume takes from the run's config.json instead.
 const std::vector<std::string> kFixedByRun = {"--model",     "--optimizer",  "--lr",   "--momentum",
                                               "--scheduler", "--batch-size", "--seed", "--data",
-                                              "--limit",     "--out",        "--amp"};
+                                              "--limit",     "--out",        "--amp",  "--deterministic"};
 
 Subcommand add_train(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train a network on Fashion-MNIST (or another MNIST-format data set)");
@@ -116,6 +116,9 @@ Subcommand add_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--amp", options->amp,
                 "Mixed precision: forward passes and losses in bfloat16 (torch.autocast), parameters in float32");
+  cmd->add_flag("--deterministic", options->deterministic,
+                "Deterministic algorithms (torch.use_deterministic_algorithms, cuDNN deterministic, no "
+                "benchmarking): a GPU run repeats bit for bit, and resumes as if never stopped");
   cmd->add_flag("--detect-anomaly", options->detect_anomaly,
                 "Check every backward function for NaN (slow): names the op that produced the first one");
   // For tests of interruption and resume (tests/distributed/mpi/check_train.sh): not in --help.

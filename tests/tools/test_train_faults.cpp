@@ -36,9 +36,14 @@ std::string read_text(const fs::path& path) {
   return s.str();
 }
 
+// Every run below is compared bit for bit with another (or must meet the same step again), so all
+// are --deterministic: on a GPU, cuDNN may otherwise pick algorithms whose sums come out in another
+// order from run to run. CPU runs are deterministic either way.
+
 // Adam with a learning rate of 1e30 makes the weights overflow within a few steps.
 train::TrainOptions diverging(const fs::path& out) {
   train::TrainOptions o;
+  o.deterministic = true;
   o.optimizer = "adam";
   o.lr = 1e30;
   o.limit = 256;
@@ -120,6 +125,7 @@ TEST(NanPolicy, BothPoliciesGiveTheSameModelWhenAllIsFinite) {
   SKIP_WITHOUT_DATA();
   const TempDir a("nan_a"), b("nan_b");
   train::TrainOptions o;
+  o.deterministic = true;
   o.limit = 256;
   o.epochs = 1;
   o.progress = train::ProgressStyle::Quiet;
@@ -228,6 +234,7 @@ train::TrainOptions plain_sgd(const fs::path& out, const std::string& model, dou
   o.data = ember_test::small_fashion_mnist().string();
   o.out = out;
   o.device = device;
+  o.deterministic = true;
   return o;
 }
 

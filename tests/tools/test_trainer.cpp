@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "ember/backends.h"
 #include "ember/ember.h"
 #include "support/devices.h"
 #include "support/error_of.h"
@@ -190,7 +191,9 @@ void expect_same_tensors(const fs::path& a, const fs::path& b) {
 
 // Resumed from its checkpoint, a run goes on exactly where it stopped: with the default recipe,
 // with RMSprop and momentum (whose state holds three tensors per parameter), and on a GPU with
-// the cnn, whose dropout draws from the GPU's generator.
+// the cnn, whose dropout draws from the GPU's generator. The runs are --deterministic: on a GPU,
+// cuDNN may otherwise pick algorithms whose sums come out in another order from run to run (the
+// CPU is deterministic either way), and the resumed run must keep the flag from config.json.
 void expect_resume_equals_unbroken(const std::string& optimizer, double momentum, const std::string& model = "mlp",
                                    const std::optional<std::string>& device = std::nullopt, bool amp = false) {
   SCOPED_TRACE(optimizer + " " + model + " " + device.value_or("best device") + (amp ? " amp" : ""));
@@ -202,6 +205,7 @@ void expect_resume_equals_unbroken(const std::string& optimizer, double momentum
   if (!optimizer.empty()) o.optimizer = optimizer;
   o.momentum = momentum;
   o.amp = amp;
+  o.deterministic = true;
   o.limit = 640;  // 10 steps per epoch
   o.data = ember_test::small_fashion_mnist().string();
   o.epochs = 2;
@@ -209,6 +213,9 @@ void expect_resume_equals_unbroken(const std::string& optimizer, double momentum
   std::ostringstream log;
   o.out = unbroken;
   train::train(o, log);
+  EXPECT_FALSE(are_deterministic_algorithms_enabled());  // the run's switches end with it
+  EXPECT_FALSE(backends::cudnn::deterministic());
+  EXPECT_NE(read_text(unbroken / "config.json").find("\"deterministic\": true"), std::string::npos);
 
   o.out = broken;
   o.stop_after_steps = 13;  // mid-way through the second epoch
@@ -219,7 +226,10 @@ void expect_resume_equals_unbroken(const std::string& optimizer, double momentum
   train::TrainOptions again;
   again.progress = train::ProgressStyle::Quiet;
   again.device = device;
-  const train::TrainResult resumed = train::resume(broken, again, log);
+  std::ostringstream resume_log;
+  const train::TrainResult resumed = train::resume(broken, again, resume_log);
+  EXPECT_NE(resume_log.str().find(", deterministic algorithms"), std::string::npos) << resume_log.str();
+  EXPECT_NE(read_text(broken / "config.json").find("\"deterministic\": true"), std::string::npos);
   EXPECT_FALSE(resumed.interrupted);
   EXPECT_EQ(resumed.epochs_completed, 2);
 

@@ -69,6 +69,7 @@ RunConfig resolve(const TrainOptions& o) {
   c.data = data_dir(o.data);
   c.limit = o.limit;
   c.amp = o.amp;
+  c.deterministic = o.deterministic;
   if (c.limit && *c.limit < 1) throw Error("--limit must be at least 1, got " + std::to_string(*c.limit));
   return c;
 }

@@ -24,6 +24,7 @@ std::string config_to_json(const RunConfig& config, const std::string& device, i
   j["data"] = config.data;
   j["limit"] = config.limit ? nlohmann::ordered_json(*config.limit) : nlohmann::ordered_json(nullptr);
   j["amp"] = config.amp;
+  j["deterministic"] = config.deterministic;
   j["device"] = device;
   j["parameters"] = parameters;
   return j.dump(2) + "\n";
@@ -47,7 +48,8 @@ RunConfig read_config(const std::filesystem::path& path) {
     config.epochs = j.at("epochs").get<int64_t>();
     config.seed = j.at("seed").get<uint64_t>();
     if (!j.at("limit").is_null()) config.limit = j.at("limit").get<int64_t>();
-    config.amp = j.value("amp", false);  // absent in runs made before --amp
+    config.amp = j.value("amp", false);                      // absent in runs made before --amp
+    config.deterministic = j.value("deterministic", false);  // and before --deterministic
     return config;
   } catch (const nlohmann::json::exception& e) {
     throw Error("'" + path.string() + "' is not a valid run configuration: " + e.what());

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/backends.h"
 #include "ember/ember.h"
 #include "ember/io/atomic_file.h"
 #include "ember/io/tensorboard.h"
@@ -679,7 +680,8 @@ void Session::print_banner(bool resumed) const {
        << "  recipe     " << config_.optimizer << " lr " << config_.lr;
   if (config_.optimizer == "sgd" && config_.momentum != 0) out_ << " momentum " << config_.momentum;
   out_ << ", " << config_.scheduler << " schedule, batch " << config_.batch_size << ", " << config_.epochs
-       << " epochs, seed " << config_.seed << (config_.amp ? ", mixed precision (bfloat16)" : "") << "\n"
+       << " epochs, seed " << config_.seed << (config_.amp ? ", mixed precision (bfloat16)" : "")
+       << (config_.deterministic ? ", deterministic algorithms" : "") << "\n"
        << "  run dir    " << dir_.string() << "\n";
   if (!curves_available())
     out_ << "  note       curves.png is not drawn: this ember was built without cairo (libcairo2-dev)\n";
@@ -744,6 +746,14 @@ void Session::finish_epoch(double train_seconds) {
 }
 
 TrainResult Session::run(const io::Checkpoint* checkpoint) {
+  // --deterministic: for this run only, so that a program (or test) that trains twice gets its
+  // own switches back.
+  std::optional<DeterministicAlgorithmsGuard> deterministic_algorithms;
+  std::optional<backends::cudnn::FlagsGuard> deterministic_cudnn;
+  if (config_.deterministic) {
+    deterministic_algorithms.emplace(true);
+    deterministic_cudnn.emplace(backends::cudnn::Flags{.deterministic = true, .benchmark = false});
+  }
   build();
   if (checkpoint) restore(*checkpoint);
   if (is_writer()) {

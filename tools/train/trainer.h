@@ -61,6 +61,12 @@ struct TrainOptions {
   /// bfloat16 on the training device, with float32 parameters and optimizer state. bfloat16 has
   /// float32's range, so no loss scaling is needed. Recorded in config.json; a resumed run keeps it.
   bool amp = false;
+  /// Deterministic algorithms for the whole run (ember::use_deterministic_algorithms, and cuDNN's
+  /// deterministic = true, benchmark = false, as PyTorch's reproducibility notes advise), so that
+  /// runs on a GPU repeat bit for bit: an interrupted and resumed run gives the unbroken run's
+  /// weights. CPU runs are deterministic either way. Recorded in config.json; a resumed run keeps
+  /// it. The switches are put back as they were when train() or resume() returns.
+  bool deterministic = false;
   /// When the last saves of a run (at its end, or at Ctrl-C) fail, how long to keep retrying
   /// them, every few seconds, before giving up with an error. Saves during training that fail
   /// are reported and retried at the next save point; the state stays in memory meanwhile.
@@ -81,6 +87,7 @@ struct RunConfig {
   uint64_t seed = 0;
   std::optional<int64_t> limit;
   bool amp = false;
+  bool deterministic = false;
 };
 
 /// Fills in the model's recipe for what `options` leaves unset and checks every value; a bad
