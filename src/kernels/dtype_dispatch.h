@@ -8,6 +8,9 @@
 
 namespace ember::kernels {
 
+// The failures below name ::ember::detail in full: kernels::detail (elementwise_ops.h) would
+// otherwise hide it whenever that header comes first.
+
 template <typename F>
 decltype(auto) dispatch_all(Dtype dtype, const char* op, F&& f) {
   switch (dtype) {
@@ -32,7 +35,7 @@ decltype(auto) dispatch_all(Dtype dtype, const char* op, F&& f) {
     case Dtype::Float64:
       return f.template operator()<double>();
   }
-  detail::fail("[", op, "] unsupported dtype ", dtype_name(dtype));
+  ::ember::detail::fail("[", op, "] unsupported dtype ", dtype_name(dtype));
 }
 
 /// Floating types only; others are an error naming the op.
@@ -50,7 +53,7 @@ decltype(auto) dispatch_floating(Dtype dtype, const char* op, F&& f) {
     default:
       break;
   }
-  detail::fail("\"", op, "\" not implemented for '", scalar_type_name(dtype), "'");
+  ::ember::detail::fail("\"", op, "\" not implemented for '", scalar_type_name(dtype), "'");
 }
 
 /// The type arithmetic on T is done in: float for the 16-bit floats, T otherwise.

@@ -587,6 +587,17 @@ struct AddScaled {
   }
 };
 
+/// torch.where for one element: a where the condition holds, else b. The condition is a bool
+/// tensor's byte (0 or 1); a and b move as raw bits (U an unsigned integer of the element's
+/// width), so one instantiation serves every dtype of that width.
+struct Where {
+  static constexpr Domain domain = Domain::Any;
+  template <typename U>
+  EMBER_HD constexpr U operator()(uint8_t cond, U a, U b) const {
+    return cond != 0 ? a : b;
+  }
+};
+
 /// min(max(x, lo), hi) with NaN in x kept. The bounds must not be NaN (the backend handles a
 /// NaN bound, whose result is all NaN, before it gets here); an unused bound is passed as the
 /// type's lowest / highest value (or -inf / inf).

@@ -17,6 +17,7 @@
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/vector_libm.h"
 #include "core/check.h"
+#include "kernels/elementwise_dispatch.h"
 #include "kernels/elementwise_ops.h"
 #include "kernels/indexer.h"
 #include "kernels/scalar_as.h"
@@ -204,28 +205,30 @@ void run_binary(const char* op, const TensorView& a, const TensorView& b, const 
   });
 }
 
-/// where() moves whole elements, so it only needs an unsigned type of the element's width.
+/// where() moves whole elements, so it only needs an unsigned type of the element's width; the
+/// per-element choice is kernels::Where, as on CUDA.
 template <typename U>
 void where_loop(const TensorView& cond, const TensorView& a, const TensorView& b, const TensorView& out) {
   const auto* cp = cond.ptr<const uint8_t>();  // bool elements are stored as 0 / 1 bytes
   const U* ap = a.ptr<const U>();
   const U* bp = b.ptr<const U>();
   U* op = out.ptr<U>();
+  constexpr kernels::Where where{};
   for_each_element<4>("where", {&out, &cond, &a, &b}, [=](const int64_t* off, const int64_t* st, int64_t n) {
     U* o = op + off[0];
     const uint8_t* c = cp + off[1];
     const U* x = ap + off[2];
     const U* y = bp + off[3];
     if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
-      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+      for (int64_t i = 0; i < n; ++i) o[i] = where(c[i], x[i], y[i]);
     } else if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 0) {
       const U yv = y[0];
-      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : yv;
+      for (int64_t i = 0; i < n; ++i) o[i] = where(c[i], x[i], yv);
     } else if (st[0] == 1 && st[1] == 1 && st[2] == 0 && st[3] == 1) {
       const U xv = x[0];
-      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? xv : y[i];
+      for (int64_t i = 0; i < n; ++i) o[i] = where(c[i], xv, y[i]);
     } else {
-      for (int64_t i = 0; i < n; ++i) o[i * st[0]] = c[i * st[1]] ? x[i * st[2]] : y[i * st[3]];
+      for (int64_t i = 0; i < n; ++i) o[i * st[0]] = where(c[i * st[1]], x[i * st[2]], y[i * st[3]]);
     }
   });
 }
@@ -255,8 +258,7 @@ void CpuBackend::binary(BinaryOp op, const TensorView& a, const TensorView& b, c
 }
 
 void CpuBackend::add_scaled(const TensorView& a, const TensorView& b, const Scalar& alpha, const TensorView& out) {
-  check_dtype(a.dtype, out.dtype, "add", "first input");
-  check_dtype(b.dtype, out.dtype, "add", "second input");
+  kernels::check_add_scaled_dtypes(a.dtype, b.dtype, out.dtype);
   dispatch_all(out.dtype, "add", [&]<typename T>() {
     using C = compute_t<T>;
     binary_loop<T, C, T>("add", a, b, out, kernels::AddScaled<C>{alpha.to<C>()});
@@ -264,22 +266,8 @@ void CpuBackend::add_scaled(const TensorView& a, const TensorView& b, const Scal
 }
 
 void CpuBackend::where(const TensorView& cond, const TensorView& a, const TensorView& b, const TensorView& out) {
-  check_dtype(cond.dtype, kBool, "where", "condition");
-  check_dtype(a.dtype, out.dtype, "where", "first input");
-  check_dtype(b.dtype, out.dtype, "where", "second input");
-  switch (element_size(out.dtype)) {
-    case 1:
-      return where_loop<uint8_t>(cond, a, b, out);
-    case 2:
-      return where_loop<uint16_t>(cond, a, b, out);
-    case 4:
-      return where_loop<uint32_t>(cond, a, b, out);
-    case 8:
-      return where_loop<uint64_t>(cond, a, b, out);
-    default:
-      break;
-  }
-  detail::fail("[where] unsupported dtype ", dtype_name(out.dtype));
+  kernels::check_where_dtypes(cond.dtype, a.dtype, b.dtype, out.dtype);
+  kernels::dispatch_bits(out.dtype, "where", [&]<typename U>() { where_loop<U>(cond, a, b, out); });
 }
 
 void CpuBackend::clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, bool has_lo, bool has_hi,

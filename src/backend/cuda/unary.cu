@@ -1,5 +1,6 @@
 // CUDA unary element-wise ops and clamp. The math is kernels/elementwise_ops.h's, the same
-// functors the CPU loops call; this file only picks types and launches.
+// functors the CPU loops call; this file only picks types and launches (elementwise.cuh: 16-byte
+// vectors on contiguous tensors, 32-bit index math on strided ones when it fits).
 #include <limits>
 #include <type_traits>
 
@@ -12,20 +13,10 @@
 namespace ember::cuda_impl {
 namespace {
 
-using kernels::convert;
-
 /// out = f(x): x of type T, computed in C, stored as O.
 template <typename T, typename C, typename O, typename F>
-struct UnaryBody {
-  O* out;
-  const T* x;
-  F f;
-  __device__ void operator()(const Offsets<2>& o) const { out[o[0]] = convert<O>(f(convert<C>(x[o[1]]))); }
-};
-
-template <typename T, typename C, typename O, typename F>
 void unary_launch(const char* op, const TensorView& x, const TensorView& out, const F& f) {
-  launch_elementwise<2>(op, {&out, &x}, UnaryBody<T, C, O, F>{out.ptr<O>(), x.ptr<const T>(), f});
+  launch_map<O, T>(op, ConvertedUnary<T, C, O, F>{f}, out, x);
 }
 
 template <typename Op>
