@@ -74,14 +74,15 @@ struct Params {
 
 /// Sizes that give the GPU kernel more tensors than one launch holds (kMultiTensorMaxTensors is
 /// 64), one-element and empty ones, a chunk exactly and a chunk and one element
-/// (kMultiTensorChunk is 16384) and one of several chunks.
+/// (kMultiTensorChunk is 2048) and some of many chunks.
 std::vector<int64_t> test_sizes() {
   const int64_t pattern[] = {1, 0, 5, 257, 3, 31, 2, 7};
   std::vector<int64_t> sizes;
   for (int i = 0; i < 75; ++i) sizes.push_back(pattern[i % 8]);
-  sizes[9] = 16384;
-  sizes[20] = 16385;
-  sizes[66] = 40000;  // in the second launch
+  sizes[9] = 2048;
+  sizes[20] = 2049;
+  sizes[30] = 40000;
+  sizes[66] = 40001;  // in the second launch
   return sizes;
 }
 

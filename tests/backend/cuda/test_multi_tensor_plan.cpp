@@ -68,15 +68,16 @@ void expect_exact_cover(const std::vector<int64_t>& numels, const std::vector<in
 }
 
 TEST(MultiTensorPlan, ASmallModelIsOneLaunch) {
-  // An mlp's weights and biases, all in one parameter group at one step count.
-  const std::vector<int64_t> numels = {784 * 256, 256, 256 * 10, 10};
-  const std::vector<int> ids = {0, 0, 0, 0};
+  // The GPU check's mlp: weights and biases, one parameter group at one step count.
+  const std::vector<int64_t> numels = {784 * 512, 512, 512 * 512, 512, 512 * 10, 10};
+  const std::vector<int> ids(numels.size(), 0);
   const std::vector<MultiTensorLaunch> launches = plan_multi_tensor(numels, ids);
   ASSERT_EQ(launches.size(), 1u);
-  EXPECT_EQ(launches[0].tensors, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(launches[0].tensors, (std::vector<int>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(launches[0].steps, (std::vector<int>{0}));
-  // 200704 elements are 13 chunks of 16384 (the last one partial); the others one chunk each.
-  EXPECT_EQ(launches[0].first_block, (std::vector<uint32_t>{0, 13, 14, 15, 16}));
+  ASSERT_EQ(ember::cuda_impl::kMultiTensorChunk, 2048);
+  // 401,408 elements are 196 chunks of 2048, 262,144 are 128, 5120 are 3 (the last partial).
+  EXPECT_EQ(launches[0].first_block, (std::vector<uint32_t>{0, 196, 197, 325, 326, 329, 330}));
   expect_exact_cover(numels, ids, MultiTensorLimits{});
 }
 
@@ -119,7 +120,7 @@ TEST(MultiTensorPlan, SplitsWhenTensorsStepsOrBlocksRunOut) {
 
 TEST(MultiTensorPlan, EmptyTensorsNeedNoBlock) {
   EXPECT_TRUE(plan_multi_tensor({}, {}).empty());
-  const std::vector<int64_t> numels = {0, 5, 0, 0, 16385};
+  const std::vector<int64_t> numels = {0, 5, 0, 0, ember::cuda_impl::kMultiTensorChunk + 1};
   const std::vector<int> ids = {0, 1, 2, 3, 4};
   const auto launches = plan_multi_tensor(numels, ids);
   ASSERT_EQ(launches.size(), 1u);
