@@ -37,8 +37,8 @@
 #   GPU_CHECK_DATA        Fashion-MNIST folder [first of /usr/share/datasets/fashion-mnist,
 #                         .gpu-bundle/fashion-mnist, shared/, ../shared/, data/fashion-mnist]
 #   GPU_CHECK_LIMIT       --limit for every training run (a quick rehearsal)
-#   GPU_CHECK_CPU_CNN_LIMIT  --limit for the CPU cnn run only [10000]: a full CPU epoch of the cnn
-#                         takes minutes, and samples/s does not depend on the limit
+#   GPU_CHECK_CPU_CNN_LIMIT  --limit for the cnn runs on the CPU (all three in a rehearsal) [10000]:
+#                         a full CPU epoch of the cnn takes minutes; samples/s does not depend on it
 #   GPU_CHECK_BUNDLE      dependencies packed by tools/gpu-bundle.sh, for a machine without ember's
 #                         Debian packages [.gpu-bundle when it holds deps.tar.gz]; "none": never
 #   GPU_CHECK_WERROR      1: compiler warnings are errors, as in CI [0]
