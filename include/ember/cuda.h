@@ -48,7 +48,7 @@ void empty_cache();
 Tensor get_rng_state(int device = -1);
 void set_rng_state(const Tensor& state, int device = -1);
 
-/// Whether float32 matrix products and convolutions may use TF32 tensor cores: faster, with
+/// Whether float32 matrix products may use TF32 tensor cores: faster, with
 /// about 10 bits of mantissa. Off by default, like torch.backends.cuda.matmul.allow_tf32.
 void set_allow_tf32(bool allow);
 bool allow_tf32();

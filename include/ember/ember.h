@@ -2,6 +2,7 @@
 /// The umbrella header: everything a program needs to use ember.
 #include "ember/amp.h"
 #include "ember/autograd.h"
+#include "ember/backends.h"
 #include "ember/cuda.h"
 #include "ember/device.h"
 #include "ember/distributed.h"

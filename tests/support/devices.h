@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/backends.h"
 #include "ember/device.h"
 #include "ember/tensor.h"
 #include "support/host_device_backend.h"
@@ -86,6 +87,10 @@ struct DeviceParamName {
 class DeviceTest : public ::testing::TestWithParam<ember::Device> {
  protected:
   void SetUp() override {
+    // float32 convolutions are compared with the CPU's to float32 rounding, so they run without
+    // TF32 here, which cuDNN otherwise uses by default (backends::cudnn::allow_tf32, as PyTorch's;
+    // PyTorch's own tests turn it off the same way). A test of TF32 sets its own guard.
+    exact_convolutions_.emplace(ember::backends::cudnn::Flags{.allow_tf32 = false});
     if (is_stand_in(GetParam())) {
       stand_in_.emplace();
       return;
@@ -96,6 +101,7 @@ class DeviceTest : public ::testing::TestWithParam<ember::Device> {
   ember::Device device() const { return GetParam(); }
 
  private:
+  std::optional<ember::backends::cudnn::FlagsGuard> exact_convolutions_;
   std::optional<ScopedHostDevice> stand_in_;  // registered for this test only
 };
 

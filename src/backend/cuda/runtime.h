@@ -134,7 +134,7 @@ void raise_pending_index_error(int device);
 /// the device, instead of reporting at the next wait.
 bool check_indices_enabled();
 
-/// Whether float32 matrix products and convolutions may use TF32 tensor cores
+/// Whether float32 matrix products may use TF32 tensor cores (convolutions: backends::cudnn)
 /// (ember::cuda::set_allow_tf32; off by default, like PyTorch's matmul setting).
 bool allow_tf32();
 void set_allow_tf32(bool allow);
