@@ -67,26 +67,27 @@ struct StridedIndexer32 {
   IntDivider32 sizes[kMaxDims];  // sizes[0] is never divided by; kept for symmetry
   int32_t strides[kMaxDims][N];  // [dim][operand]: a dimension's strides are read together
 
-  /// Whether `ix` can be walked in 32 bits: at most kMaxIndex32 elements, and for every operand
-  /// the largest |offset| (the sum over dims of (size - 1) * |stride|) at most kMaxIndex32, so
-  /// that every partial sum of an offset fits in int32 too.
+  /// Whether `ix` can be walked in 32 bits: at most `limit` (kMaxIndex32) elements, and for
+  /// every operand the largest |offset| (the sum over dims of (size - 1) * |stride|) at most
+  /// `limit`, so that every partial sum of an offset fits in int32 too. (Tests pass a small
+  /// limit to split small shapes.)
   template <int MaxDims>
-  static bool fits(const StridedIndexer<N, MaxDims>& ix) {
-    if (ix.ndim > kMaxDims) return false;
+  static bool fits(const StridedIndexer<N, MaxDims>& ix, int64_t limit = kMaxIndex32) {
+    if (ix.ndim > kMaxDims || limit > kMaxIndex32) return false;
     int64_t n = 1;
     for (int d = 0; d < ix.ndim; ++d) {
-      if (ix.sizes[d] > kMaxIndex32) return false;
+      if (ix.sizes[d] > limit) return false;
       n *= ix.sizes[d];
-      if (n > kMaxIndex32) return false;
+      if (n > limit) return false;
     }
     for (int k = 0; k < N; ++k) {
       int64_t reach = 0;
       for (int d = 0; d < ix.ndim; ++d) {
         const int64_t span = ix.sizes[d] - 1;
         const int64_t stride = ix.strides[k][d] < 0 ? -ix.strides[k][d] : ix.strides[k][d];
-        if (span > 0 && stride > kMaxIndex32 / span) return false;
-        reach += span * stride;  // each term <= kMaxIndex32: no overflow over kMaxDims terms
-        if (reach > kMaxIndex32) return false;
+        if (span > 0 && stride > limit / span) return false;
+        reach += span * stride;  // each term <= limit: no overflow over kMaxDims terms
+        if (reach > limit) return false;
       }
     }
     return true;

@@ -3,17 +3,17 @@
 //
 // Operand 0 is the output; the inputs arrive with its sizes (broadcast dims have stride 0). The
 // shared shape is simplified by kernels::StridedIndexer (the same code the CPU loops use), in the
-// output's memory order, and elementwise_plan.h picks the path: contiguous (no index math, 16-byte
-// vectors when aligned), strided with 32-bit offsets, or strided with 64-bit offsets. The kernels
-// below only hand blockIdx/threadIdx to elementwise_plan.h's bodies, which the tests run on the
-// host.
+// output's memory order, and elementwise_plan.h picks the path: contiguous (16-byte vectors, no
+// index math) or strided (32-bit offsets; a shape too large for them is cut into pieces that
+// fit, one launch each). The kernels below only hand blockIdx/threadIdx to elementwise_plan.h's
+// bodies, which the tests run on the host.
 //
 // Two interfaces:
 //  * launch_map<Out, In...>(op, f, out, in...): out = f(in...) with f a typed EMBER_HD functor
 //    (ConvertedUnary/ConvertedBinary around kernels/elementwise_ops.h's math, kernels::Where).
 //    The launcher does the loads and stores, so it can vectorise them;
 //  * launch_elementwise<N>(op, views, body): body(offsets) loads, computes and stores one element
-//    itself (copy and fill); 32- or 64-bit offsets, no vectors.
+//    itself (copy and fill); the strided path only.
 #include <array>
 #include <cstdint>
 
@@ -37,16 +37,26 @@ __global__ void __launch_bounds__(kBlockThreads) contiguous_kernel(M m, int64_t 
   contiguous_thread<V>(m, n, blockIdx.x, static_cast<int>(threadIdx.x), gridDim.x, static_cast<int>(blockDim.x));
 }
 
-template <typename Index, typename Ix, typename M>
-__global__ void __launch_bounds__(kBlockThreads) strided_kernel(Ix ix, M m, Index n) {
-  strided_thread<Index>(ix, m, n, static_cast<Index>(blockIdx.x), static_cast<int>(threadIdx.x),
-                        static_cast<Index>(gridDim.x), static_cast<int>(blockDim.x));
+template <int N, typename M>
+__global__ void __launch_bounds__(kBlockThreads)
+    strided_kernel(kernels::StridedIndexer32<N> ix, Offsets<N> base, M m, uint32_t n) {
+  strided_thread<N>(ix, base, m, n, blockIdx.x, static_cast<int>(threadIdx.x), gridDim.x, static_cast<int>(blockDim.x));
 }
 
-template <typename Index, int N, typename Ix, typename Body>
-__global__ void __launch_bounds__(kBlockThreads) body_kernel(Ix ix, Body body, Index n) {
-  body_thread<Index, N>(ix, body, n, static_cast<Index>(blockIdx.x), static_cast<int>(threadIdx.x),
-                        static_cast<Index>(gridDim.x), static_cast<int>(blockDim.x));
+template <int N, typename Body>
+__global__ void __launch_bounds__(kBlockThreads)
+    body_kernel(kernels::StridedIndexer32<N> ix, Offsets<N> base, Body body, uint32_t n) {
+  body_thread<N>(ix, base, body, n, blockIdx.x, static_cast<int>(threadIdx.x), gridDim.x, static_cast<int>(blockDim.x));
+}
+
+/// Calls launch(ix32, base, n, grid) for each piece of `ix` that 32-bit offsets can walk (one
+/// piece, base 0, unless ix has more than 2^31 - 1 elements or offsets).
+template <int N, typename Launch>
+void for_each_piece(const Indexer<N>& ix, Launch&& launch) {
+  split_for_32bit(ix, Offsets<N>{}, [&](const Indexer<N>& part, const Offsets<N>& base) {
+    const int64_t n = part.numel();
+    if (n > 0) launch(kernels::StridedIndexer32<N>(part), base, static_cast<uint32_t>(n), grid_for(n, kStridedItems));
+  });
 }
 
 /// The simplified shape of `views` (views[0] the output), after checking the inputs were
@@ -71,24 +81,13 @@ template <int N, typename Body>
 void launch_elementwise(const char* op, const std::array<const TensorView*, N>& views, const Body& body) {
   Indexer<N> ix;
   if (!build_indexer<N>(op, views, ix)) return;
-  int elem_size[N];
-  uintptr_t addr[N];
-  for (int k = 0; k < N; ++k) {
-    elem_size[k] = static_cast<int>(element_size(views[k]->dtype));
-    addr[k] = reinterpret_cast<uintptr_t>(views[k]->data);
-  }
-  const ElementwisePlan<N> plan = plan_elementwise(ix, elem_size, addr, /*max_vec=*/1);
   const int device = views[0]->device_index;
   DeviceGuard guard(device);
   const cudaStream_t stream = current_stream(device);
-  const Launch1d l = plan.launch;
-  if (plan.path == ElementwisePath::Strided32) {
-    body_kernel<uint32_t, N>
-        <<<l.blocks, l.threads, 0, stream>>>(kernels::StridedIndexer32<N>(ix), body, static_cast<uint32_t>(plan.n));
-  } else {
-    body_kernel<int64_t, N><<<l.blocks, l.threads, 0, stream>>>(ix, body, plan.n);
-  }
-  check_launch(op);
+  for_each_piece<N>(ix, [&](const kernels::StridedIndexer32<N>& ix32, const Offsets<N>& base, uint32_t n, Launch1d l) {
+    body_kernel<N><<<l.blocks, l.threads, 0, stream>>>(ix32, base, body, n);
+    check_launch(op);
+  });
 }
 
 /// out = f(in...) for every element of out's shape, on out's device's current stream. Out and
@@ -106,26 +105,23 @@ void launch_map(const char* op, const F& f, const TensorView& out, const Views&.
   for (int k = 0; k < N; ++k) addr[k] = reinterpret_cast<uintptr_t>(views[k]->data);
   const ElementwisePlan<N> plan = plan_elementwise(ix, elem_size, addr, M::kMaxVec);
   M m{f, out.ptr<Out>(), {static_cast<const void*>(in.data)...}, 0};
-  for (int k = 1; k < N; ++k) {
+  for (int k = 1; k < N && plan.path == ElementwisePath::Contiguous; ++k) {
     if (plan.flat[k] == 0) m.broadcast |= 1u << (k - 1);
   }
   const int device = out.device_index;
   DeviceGuard guard(device);
   const cudaStream_t stream = current_stream(device);
-  const Launch1d l = plan.launch;
-  switch (plan.path) {
-    case ElementwisePath::Contiguous:
-      if constexpr (M::kMaxVec > 1) contiguous_kernel<M::kMaxVec, M><<<l.blocks, l.threads, 0, stream>>>(m, plan.n);
-      break;
-    case ElementwisePath::Strided32:
-      strided_kernel<uint32_t>
-          <<<l.blocks, l.threads, 0, stream>>>(kernels::StridedIndexer32<N>(ix), m, static_cast<uint32_t>(plan.n));
-      break;
-    case ElementwisePath::Strided64:
-      strided_kernel<int64_t><<<l.blocks, l.threads, 0, stream>>>(ix, m, plan.n);
-      break;
+  if (plan.path == ElementwisePath::Contiguous) {
+    static_assert(M::kMaxVec > 1, "every element type is at most 8 bytes");
+    const Launch1d l = plan.launch;
+    contiguous_kernel<M::kMaxVec, M><<<l.blocks, l.threads, 0, stream>>>(m, plan.n);
+    check_launch(op);
+    return;
   }
-  check_launch(op);
+  for_each_piece<N>(ix, [&](const kernels::StridedIndexer32<N>& ix32, const Offsets<N>& base, uint32_t n, Launch1d l) {
+    strided_kernel<N, M><<<l.blocks, l.threads, 0, stream>>>(ix32, base, m, n);
+    check_launch(op);
+  });
 }
 
 [[noreturn]] inline void fail_dtype(const char* op, const char* what, Dtype actual, Dtype expected) {

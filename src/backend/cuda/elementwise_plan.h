@@ -2,20 +2,22 @@
 // The CUDA element-wise launcher's decisions and its kernels' bodies, free of CUDA headers so
 // that the tests make the same decisions and run the same bodies on the host.
 //
-// Three paths, chosen per launch from the simplified shape (kernels::StridedIndexer):
+// Two paths, chosen per launch from the simplified shape (kernels::StridedIndexer):
 //  * contiguous: the output is one contiguous run, every input is too or is a broadcast scalar,
 //    and every contiguous operand is aligned to the widest vector the types allow
 //    (kVectorBytes: 4 floats, 8 halves). Whole vectors per load and store, no index math, and a
-//    scalar tail after the last whole vector;
-//  * strided, 32-bit: every element count and offset fits in int32 (kernels::StridedIndexer32:
-//    a multiply-high per dimension instead of a 64-bit division). A contiguous run that is not
-//    aligned for vectors (a view starting mid-vector) comes here too: on one dimension the
-//    indexer does no division, only a multiply per operand;
-//  * strided, 64-bit otherwise.
-// Every path gives each thread several elements per step (kStridedItems, or vectors_per_thread
-// vectors), loaded before any is stored, so a thread has several loads in flight; a grid-stride
-// loop covers what a capped grid does not. The loop over (block, thread) is the body below,
-// which elementwise.cuh's kernels call with blockIdx/threadIdx and the tests call in loops.
+//    scalar tail after the last whole vector. Any length (64-bit counters);
+//  * strided: offsets from kernels::StridedIndexer32, a multiply-high per dimension instead of
+//    a 64-bit division. A shape with more than 2^31 - 1 elements, or an operand reaching
+//    further than that, is first cut into pieces that fit (split_for_32bit, PyTorch's
+//    with_32bit_indexing), each launched with its base offsets: no 64-bit kernel is compiled.
+//    A contiguous run not aligned for vectors (a view starting mid-vector) comes here too: on
+//    one dimension the indexer does no division, only a multiply per operand.
+// Every path gives each thread several elements per step (vectors_per_thread vectors, or
+// kStridedItems), loaded before any is stored, so a thread has several loads in flight; a
+// grid-stride loop covers what a capped grid does not. The loop over (block, thread) is the
+// body below, which elementwise.cuh's kernels call with blockIdx/threadIdx and the tests call
+// in loops.
 //
 // The scalar math stays kernels/elementwise_ops.h's functors; MapArgs only loads, calls and
 // stores.
@@ -36,22 +38,24 @@ namespace ember::cuda_impl {
 
 /// Bytes of one vector load or store: the widest a thread issues (LDG.128 / STG.128).
 inline constexpr int kVectorBytes = 16;
-/// Elements a thread of the strided kernels takes per grid step.
+/// Elements a thread of the strided kernel takes per grid step.
 inline constexpr int kStridedItems = 4;
 
-/// Vectors a thread of the contiguous kernel takes per grid step: two (two 16-byte loads in
-/// flight per operand), and at least kStridedItems elements.
-constexpr int vectors_per_thread(int vec) { return vec >= 4 ? 2 : kStridedItems / vec; }
+/// Vectors a thread of the contiguous kernel takes per grid step: two for 4- and 8-byte types
+/// (8 floats, 4 doubles: 32 bytes of each operand in flight), one for narrower types, whose one
+/// vector already holds 8 or 16 elements: each element inlines the op's math once, and 16
+/// copies of a half-precision erf would bloat the code more than a second load in flight gains.
+constexpr int vectors_per_thread(int vec) { return vec >= 8 ? 1 : (vec >= 4 ? 2 : kStridedItems / vec); }
 
-enum class ElementwisePath : uint8_t { Contiguous, Strided32, Strided64 };
+enum class ElementwisePath : uint8_t { Contiguous, Strided };
 
 template <int N>
 struct ElementwisePlan {
-  ElementwisePath path = ElementwisePath::Strided64;
+  ElementwisePath path = ElementwisePath::Strided;
   int64_t n = 0;
   int64_t flat[N] = {};  // Contiguous: each operand's stride along the run, 1 or 0 (broadcast)
   int vec = 1;           // Contiguous: elements per vector access (> 1)
-  Launch1d launch;
+  Launch1d launch;       // Contiguous (a strided piece's grid is grid_for(piece, kStridedItems))
 };
 
 /// Whether `ix` (built with memory_order) is one run along which the output is contiguous and
@@ -117,9 +121,52 @@ ElementwisePlan<N> plan_elementwise(const kernels::StridedIndexer<N, MaxDims>& i
     return p;
   }
   for (int k = 0; k < N; ++k) p.flat[k] = 0;
-  p.path = kernels::StridedIndexer32<N>::fits(ix) ? ElementwisePath::Strided32 : ElementwisePath::Strided64;
-  p.launch = grid_for(p.n, kStridedItems);
+  p.path = ElementwisePath::Strided;
   return p;
+}
+
+/// Element offsets of each operand (a strided piece's base, an element's offsets).
+template <int N>
+using Offsets64 = typename kernels::StridedIndexer<N>::Offsets;
+
+/// Calls piece(sub, base) for pieces of `ix` that together cover each of its elements once:
+/// `sub` is ix with one dimension narrowed, `base` the element offset of each operand at the
+/// piece's first element, and each piece satisfies StridedIndexer32::fits(sub, limit). A shape
+/// that fits is one piece with base 0. Otherwise the dimension reaching furthest in any operand
+/// ((size - 1) * |stride|, then size) is halved, recursively: a piece of size-1 dimensions
+/// always fits, so this ends, after about log2(reach / limit) levels.
+template <int N, int MaxDims, typename Piece>
+void split_for_32bit(const kernels::StridedIndexer<N, MaxDims>& ix, const Offsets64<N>& base, Piece&& piece,
+                     int64_t limit = kernels::kMaxIndex32) {
+  static_assert(MaxDims <= kernels::kMaxDims, "a GPU indexer: StridedIndexer32 holds kMaxDims dims");
+  if (kernels::StridedIndexer32<N>::fits(ix, limit)) {
+    piece(ix, base);
+    return;
+  }
+  int split = -1;
+  int64_t widest = -1, widest_size = 0;
+  for (int d = 0; d < ix.ndim; ++d) {
+    if (ix.sizes[d] < 2) continue;
+    int64_t reach = 0;
+    for (int k = 0; k < N; ++k) {
+      const int64_t stride = ix.strides[k][d] < 0 ? -ix.strides[k][d] : ix.strides[k][d];
+      const int64_t r = (ix.sizes[d] - 1) * stride;  // within one operand's storage: no overflow
+      if (r > reach) reach = r;
+    }
+    if (reach > widest || (reach == widest && ix.sizes[d] > widest_size)) {
+      split = d;
+      widest = reach;
+      widest_size = ix.sizes[d];
+    }
+  }
+  const int64_t half = ix.sizes[split] / 2;
+  kernels::StridedIndexer<N, MaxDims> part = ix;
+  part.sizes[split] = half;
+  split_for_32bit(part, base, piece, limit);
+  part.sizes[split] = ix.sizes[split] - half;
+  Offsets64<N> next = base;
+  for (int k = 0; k < N; ++k) next.v[k] += half * ix.strides[k][split];
+  split_for_32bit(part, next, piece, limit);
 }
 
 // ---- the kernels' bodies ----------------------------------------------------------------------
@@ -172,7 +219,7 @@ struct MapArgs {
     return static_cast<const In_t<I>*>(in[I]);
   }
 
-  // The strided paths: offsets of any index type, one element.
+  // The strided path: one element at its operands' offsets (Offsets64).
   template <typename Offs>
   EMBER_HD Out compute_at(const Offs& o) const {
     return compute_at(o, std::index_sequence_for<In...>{});
@@ -238,7 +285,7 @@ EMBER_HD void contiguous_thread(const M& m, int64_t n, int64_t block, int thread
   const int64_t nvec = n / V;
   const int64_t tile = static_cast<int64_t>(threads) * U;
   for (int64_t base = block * tile; base < nvec; base += blocks * tile) {
-    AlignedVec<decltype(m.compute_flat(0)), V> r[U];
+    AlignedVec<decltype(m.compute_flat(0)), V> r[U] = {};
     for (int u = 0; u < U; ++u) {
       const int64_t v = base + static_cast<int64_t>(u) * threads + thread;
       if (v < nvec) r[u] = m.template compute_vec<V>(v * V);
@@ -252,44 +299,50 @@ EMBER_HD void contiguous_thread(const M& m, int64_t n, int64_t block, int thread
   if (e < n) m.store_flat(e, m.compute_flat(e));
 }
 
-/// Thread `thread` of block `block` of a strided kernel: elements i = step_base + u * threads +
-/// thread for u < kStridedItems, their offsets from `ix` (StridedIndexer32 with Index uint32_t,
-/// or StridedIndexer with int64_t), all loaded and computed before any is stored. With Index
-/// uint32_t, n <= 2^31 - 1 and base + blocks * tile < 2^32 (kMaxStrideBlocks * 1024 = 2^26).
-template <typename Index, typename Ix, typename M>
-EMBER_HD void strided_thread(const Ix& ix, const M& m, Index n, Index block, int thread, Index blocks, int threads) {
-  const Index tile = static_cast<Index>(threads) * kStridedItems;
-  for (Index base = block * tile; base < n; base += blocks * tile) {
-    decltype(ix.offsets(0)) offs[kStridedItems];
-    decltype(m.compute_at(offs[0])) r[kStridedItems];
+/// The offsets of element i of a strided piece: 32-bit index math, then the piece's base.
+template <int N>
+EMBER_HD Offsets64<N> piece_offsets(const kernels::StridedIndexer32<N>& ix, const Offsets64<N>& base, uint32_t i) {
+  const typename kernels::StridedIndexer32<N>::Offsets o = ix.offsets(i);
+  Offsets64<N> r;
+  for (int k = 0; k < N; ++k) r.v[k] = base.v[k] + o.v[k];
+  return r;
+}
+
+/// Thread `thread` of block `block` (of `blocks`) of the strided kernel over one piece of n
+/// elements: elements i = step_base + u * threads + thread for u < kStridedItems, all loaded
+/// and computed before any is stored. n <= 2^31 - 1 and one grid step is at most
+/// kMaxStrideBlocks * 1024 = 2^26, so no index passes 2^32.
+template <int N, typename M>
+EMBER_HD void strided_thread(const kernels::StridedIndexer32<N>& ix, const Offsets64<N>& base, const M& m, uint32_t n,
+                             uint32_t block, int thread, uint32_t blocks, int threads) {
+  const uint32_t tile = static_cast<uint32_t>(threads) * kStridedItems;
+  for (uint32_t start = block * tile; start < n; start += blocks * tile) {
+    Offsets64<N> offs[kStridedItems] = {};
+    decltype(m.compute_at(offs[0])) r[kStridedItems] = {};
     for (int u = 0; u < kStridedItems; ++u) {
-      const Index i = base + static_cast<Index>(u * threads + thread);
+      const uint32_t i = start + static_cast<uint32_t>(u * threads + thread);
       if (i < n) {
-        offs[u] = ix.offsets(i);
+        offs[u] = piece_offsets(ix, base, i);
         r[u] = m.compute_at(offs[u]);
       }
     }
     for (int u = 0; u < kStridedItems; ++u) {
-      const Index i = base + static_cast<Index>(u * threads + thread);
+      const uint32_t i = start + static_cast<uint32_t>(u * threads + thread);
       if (i < n) m.store_at(offs[u], r[u]);
     }
   }
 }
 
-/// The same walk for a body that loads, computes and stores itself: body(offsets), offsets as
-/// StridedIndexer<N>::Offsets (int64) whatever the index width (copy and fill; a contiguous
-/// run is a one-dimensional shape, walked without a division).
-template <typename Index, int N, typename Ix, typename Body>
-EMBER_HD void body_thread(const Ix& ix, const Body& body, Index n, Index block, int thread, Index blocks, int threads) {
-  const Index tile = static_cast<Index>(threads) * kStridedItems;
-  for (Index base = block * tile; base < n; base += blocks * tile) {
+/// The same walk for a body that loads, computes and stores itself, body(offsets) (copy and
+/// fill).
+template <int N, typename Body>
+EMBER_HD void body_thread(const kernels::StridedIndexer32<N>& ix, const Offsets64<N>& base, const Body& body,
+                          uint32_t n, uint32_t block, int thread, uint32_t blocks, int threads) {
+  const uint32_t tile = static_cast<uint32_t>(threads) * kStridedItems;
+  for (uint32_t start = block * tile; start < n; start += blocks * tile) {
     for (int u = 0; u < kStridedItems; ++u) {
-      const Index i = base + static_cast<Index>(u * threads + thread);
-      if (i >= n) continue;
-      const auto o = ix.offsets(i);
-      typename kernels::StridedIndexer<N>::Offsets wide;
-      for (int k = 0; k < N; ++k) wide.v[k] = o[k];
-      body(wide);
+      const uint32_t i = start + static_cast<uint32_t>(u * threads + thread);
+      if (i < n) body(piece_offsets(ix, base, i));
     }
   }
 }

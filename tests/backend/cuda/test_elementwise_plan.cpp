@@ -1,16 +1,18 @@
 // backend/cuda/elementwise_plan.h on the host: which path, vector width and grid a launch gets
-// (contiguous, 32-bit or 64-bit offsets; > 2^31 elements or offsets; misaligned views; one
-// element), and the kernels' bodies executed for every (block, thread) of the grid, as
+// (contiguous or strided; > 2^31 elements or offsets cut into 32-bit pieces; misaligned views;
+// one element), and the kernels' bodies executed for every (block, thread) of the grid, as
 // elementwise.cuh's kernels run them, with the real functors of kernels/elementwise_ops.h. Each
 // run is checked element by element against a naive loop over the unsimplified shape, with
 // guard bytes around the output (no write outside it) and in place (an element processed twice
 // would show). What this cannot check is the CUDA code itself: tests/backend/test_device_parity*.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cuda/elementwise_plan.h"
@@ -59,42 +61,96 @@ TEST(CudaElementwisePlan, PathsFollowTheLayout) {
   EXPECT_EQ(p.path, ElementwisePath::Contiguous);
   EXPECT_EQ(p.flat[2], 0);
   EXPECT_EQ(p.vec, 4);  // the scalar's own alignment does not matter
-  // A view starting one float into a vector: the 32-bit path, whose indexer does no division on
-  // the one dimension (only the widest vector kernel exists).
+  // A view starting one float into a vector: the strided path, whose indexer does no division
+  // on the one dimension (only the widest vector kernel exists).
   p = plan_of<3>(sizes, {c, c, c}, {4, 4, 4}, {4096, 8196, 12288}, 4);
-  EXPECT_EQ(p.path, ElementwisePath::Strided32);
+  EXPECT_EQ(p.path, ElementwisePath::Strided);
   EXPECT_EQ(indexer<3>(sizes, {c, c, c}).ndim, 1);
   // Bodies that do their own loads (copy, fill: max_vec 1) never take the vector path.
-  EXPECT_EQ((plan_of<3>(sizes, {c, c, c}, {4, 4, 4}, {4096, 8192, 12288}, 1).path), ElementwisePath::Strided32);
-  // A row broadcast [64, 100] + [100], a transposed input, a strided output: 32-bit offsets.
-  EXPECT_EQ((plan_of<3>(sizes, {c, c, {0, 1}}, {4, 4, 4}, {0, 0, 0}, 4).path), ElementwisePath::Strided32);
-  EXPECT_EQ((plan_of<2>(sizes, {c, {1, 64}}, {4, 4}, {0, 0}, 4).path), ElementwisePath::Strided32);
-  EXPECT_EQ((plan_of<2>(sizes, {{200, 2}, c}, {4, 4}, {0, 0}, 4).path), ElementwisePath::Strided32);
-  // A flipped input (stride -1) is not a contiguous run.
-  EXPECT_EQ((plan_of<2>({100}, {{1}, {-1}}, {4, 4}, {0, 0}, 4).path), ElementwisePath::Strided32);
+  EXPECT_EQ((plan_of<3>(sizes, {c, c, c}, {4, 4, 4}, {4096, 8192, 12288}, 1).path), ElementwisePath::Strided);
+  // A row broadcast [64, 100] + [100], a transposed input, a strided output, a flipped input.
+  EXPECT_EQ((plan_of<3>(sizes, {c, c, {0, 1}}, {4, 4, 4}, {0, 0, 0}, 4).path), ElementwisePath::Strided);
+  EXPECT_EQ((plan_of<2>(sizes, {c, {1, 64}}, {4, 4}, {0, 0}, 4).path), ElementwisePath::Strided);
+  EXPECT_EQ((plan_of<2>(sizes, {{200, 2}, c}, {4, 4}, {0, 0}, 4).path), ElementwisePath::Strided);
+  EXPECT_EQ((plan_of<2>({100}, {{1}, {-1}}, {4, 4}, {0, 0}, 4).path), ElementwisePath::Strided);
   // One element: contiguous whatever its strides (the scalar tail writes it).
   const ElementwisePlan<2> one = plan_of<2>({1, 1}, {{7, 3}, {0, 5}}, {4, 4}, {4096, 8192}, 4);
   EXPECT_EQ(one.path, ElementwisePath::Contiguous);
   EXPECT_EQ(one.n, 1);
-}
-
-TEST(CudaElementwisePlan, IndexWidthFollowsPyTorchsCanUse32BitIndexing) {
+  // Over 2^31 contiguous aligned elements: the vector kernel's 64-bit counters cover them.
   const int64_t big = (int64_t{1} << 31) + 5;
-  // Over 2^31 contiguous elements: no index math either way (64-bit loop counters); unaligned,
-  // 64-bit offsets, without a division on one dimension.
-  auto p = plan_of<2>({big}, {{1}, {1}}, {4, 4}, {0, 0}, 4);
+  p = plan_of<3>({big}, {{1}, {1}, {1}}, {4, 4, 4}, {0, 0, 0}, 4);
   EXPECT_EQ(p.path, ElementwisePath::Contiguous);
   EXPECT_EQ(p.n, big);
-  EXPECT_EQ((plan_of<2>({big}, {{1}, {1}}, {4, 4}, {0, 4}, 4).path), ElementwisePath::Strided64);
-  // Over 2^31 strided elements: 64-bit offsets.
-  EXPECT_EQ((plan_of<2>({big / 2 + 1, 2}, {{2, 1}, {1, big / 2 + 1}}, {4, 4}, {0, 0}, 4).path),
-            ElementwisePath::Strided64);
-  // Few elements, but an input whose offsets pass 2^31 - 1 (rows 2^20 elements apart in a big
-  // buffer; the last offset 2048 * 2^20 + 1): 64-bit offsets; one stride less fits.
-  EXPECT_EQ((plan_of<2>({2049, 2}, {{2, 1}, {int64_t{1} << 20, 1}}, {4, 4}, {0, 0}, 4).path),
-            ElementwisePath::Strided64);
-  EXPECT_EQ((plan_of<2>({2049, 2}, {{2, 1}, {(int64_t{1} << 20) - 1, 1}}, {4, 4}, {0, 0}, 4).path),
-            ElementwisePath::Strided32);
+}
+
+// Every piece split_for_32bit gives, as (sub-indexer, base).
+template <int N>
+std::vector<std::pair<kernels::StridedIndexer<N>, Offsets64<N>>> pieces_of(const kernels::StridedIndexer<N>& ix,
+                                                                           int64_t limit = kernels::kMaxIndex32) {
+  std::vector<std::pair<kernels::StridedIndexer<N>, Offsets64<N>>> out;
+  split_for_32bit(
+      ix, Offsets64<N>{}, [&](const kernels::StridedIndexer<N>& p, const Offsets64<N>& b) { out.emplace_back(p, b); },
+      limit);
+  return out;
+}
+
+TEST(CudaElementwisePlan, ShapesBeyondInt32AreCutInto32BitPieces) {
+  // What fits is one piece with base 0 (PyTorch's can_use_32bit_indexing).
+  EXPECT_EQ(pieces_of(indexer<2>({2049, 2}, {{2, 1}, {(int64_t{1} << 20) - 1, 1}})).size(), 1u);
+  // Few elements, but an input reaching past 2^31 - 1 (rows 2^20 elements apart, the last
+  // offset 2048 * 2^20 + 1): two pieces, the second starting 1024 rows on.
+  auto p = pieces_of(indexer<2>({2049, 2}, {{2, 1}, {int64_t{1} << 20, 1}}));
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[1].second[0], 1024 * 2);
+  EXPECT_EQ(p[1].second[1], int64_t{1024} << 20);
+  // Over 2^31 strided elements (a transposed copy of 2^31 + 2 floats): pieces that each fit,
+  // together as many elements.
+  const int64_t rows = (int64_t{1} << 30) + 1;
+  const kernels::StridedIndexer<2> big = indexer<2>({rows, 2}, {{2, 1}, {1, rows}});
+  const auto pieces = pieces_of(big);
+  EXPECT_GE(pieces.size(), 2u);
+  EXPECT_LE(pieces.size(), 4u);
+  int64_t total = 0;
+  for (const auto& [part, base] : pieces) {
+    EXPECT_TRUE(kernels::StridedIndexer32<2>::fits(part));
+    total += part.numel();
+  }
+  EXPECT_EQ(total, big.numel());
+  // A stride beyond int32 on a size-2 dim: split down to single rows of that dim.
+  const auto wide = pieces_of(indexer<2>({2, 3}, {{3, 1}, {int64_t{1} << 40, 1}}));
+  ASSERT_EQ(wide.size(), 2u);
+  EXPECT_EQ(wide[1].second[1], int64_t{1} << 40);
+}
+
+// With a small limit, every split is small enough to enumerate: each element of the original
+// shape is visited exactly once, at the same offsets.
+TEST(CudaElementwisePlan, PiecesCoverEveryElementOnce) {
+  const std::vector<std::pair<Shape, std::vector<Shape>>> cases = {
+      {{37, 29}, {{29, 1}, {1, 37}}},             // transposed input
+      {{16, 9, 5}, {{45, 5, 1}, {-90, 10, -2}}},  // flipped and sliced
+      {{1000}, {{1}, {3}}},                       // one long dim
+      {{7, 1, 13}, {{13, 13, 1}, {0, 5, 7}}},     // broadcast, size-1 dim
+      {{3, 5}, {{5, 1}, {4000, 1}}},              // an input reaching past the limit alone
+  };
+  for (const auto& [sizes, strides] : cases) {
+    const kernels::StridedIndexer<2> ix = indexer<2>(sizes, strides);
+    for (int64_t limit : {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{1000}}) {
+      std::vector<std::pair<int64_t, int64_t>> want, got;
+      for (int64_t i = 0; i < ix.numel(); ++i) want.emplace_back(ix.offsets(i)[0], ix.offsets(i)[1]);
+      for (const auto& [part, base] : pieces_of(ix, limit)) {
+        ASSERT_TRUE(kernels::StridedIndexer32<2>::fits(part, limit));
+        const kernels::StridedIndexer32<2> ix32(part);
+        for (uint32_t i = 0; i < static_cast<uint32_t>(part.numel()); ++i) {
+          const Offsets64<2> o = piece_offsets(ix32, base, i);
+          got.emplace_back(o[0], o[1]);
+        }
+      }
+      std::sort(want.begin(), want.end());
+      std::sort(got.begin(), got.end());
+      ASSERT_EQ(got, want) << "limit " << limit << ", shape of " << sizes.size() << " dims";
+    }
+  }
 }
 
 TEST(CudaElementwisePlan, VectorWidthIsTheWidestEveryContiguousOperandAllows) {
@@ -141,8 +197,8 @@ TEST(CudaElementwisePlan, GridsStayWithinLimitsAndCoverTheTail) {
         EXPECT_EQ(l.blocks, 1u);
       }
     }
-    const Launch1d s = grid_for(n, kStridedItems);
-    // The 32-bit strided loop's index stays below 2^32: base < n <= 2^31 - 1 plus one grid step.
+    const Launch1d s = grid_for(std::min(n, kernels::kMaxIndex32), kStridedItems);
+    // The 32-bit strided loop's index stays below 2^32: start < n <= 2^31 - 1 plus one grid step.
     EXPECT_LT(int64_t{s.blocks} * s.threads * kStridedItems, int64_t{1} << 31);
   }
 }
@@ -177,7 +233,8 @@ struct Guarded {
 
 // How a test runs a planned launch.
 struct RunHow {
-  int force_path = -1;     // >= 0: this ElementwisePath instead of the plan's (where valid)
+  bool strided = false;    // the strided path even where the contiguous one was planned
+  int64_t split = 0;       // > 0: cut the strided path into pieces of at most this many
   int64_t max_blocks = 0;  // > 0: a smaller grid, so threads loop
   bool reverse = false;    // blocks and threads from the last to the first
 };
@@ -195,43 +252,40 @@ ElementwisePath run_map(const M& m_in, const Shape& sizes, const std::vector<Sha
     ((elem[I + 1] = static_cast<int>(sizeof(typename M::template In_t<I>))), ...);
   }
   (std::make_index_sequence<M::kInputs>{});
-  ElementwisePlan<N> plan = plan_elementwise(ix, elem, addr, M::kMaxVec);
+  const ElementwisePlan<N> plan = plan_elementwise(ix, elem, addr, M::kMaxVec);
+  const ElementwisePath path = how.strided ? ElementwisePath::Strided : plan.path;
   M m = m_in;
   m.broadcast = 0;
-  for (int k = 1; k < N; ++k) {
-    if (plan.path == ElementwisePath::Contiguous && plan.flat[k] == 0) m.broadcast |= 1u << (k - 1);
+  for (int k = 1; k < N && path == ElementwisePath::Contiguous; ++k) {
+    if (plan.flat[k] == 0) m.broadcast |= 1u << (k - 1);
   }
-  ElementwisePath path = plan.path;
-  if (how.force_path >= 0) {
-    const auto forced = static_cast<ElementwisePath>(how.force_path);
-    if (forced != ElementwisePath::Contiguous || plan.path == ElementwisePath::Contiguous) path = forced;
-    if (forced == ElementwisePath::Strided32 && !kernels::StridedIndexer32<N>::fits(ix)) path = plan.path;
-  }
-  Launch1d l = path == ElementwisePath::Contiguous ? grid_for(plan.n / plan.vec, vectors_per_thread(plan.vec))
-                                                   : grid_for(plan.n, kStridedItems);
-  int64_t blocks = l.blocks;
-  if (how.max_blocks > 0 && blocks > how.max_blocks) blocks = how.max_blocks;
-  const int threads = static_cast<int>(l.threads);
-  const kernels::StridedIndexer32<N> ix32 =
-      kernels::StridedIndexer32<N>::fits(ix) ? kernels::StridedIndexer32<N>(ix) : kernels::StridedIndexer32<N>();
-  for (int64_t bi = 0; bi < blocks; ++bi) {
-    const int64_t b = how.reverse ? blocks - 1 - bi : bi;
-    for (int ti = 0; ti < threads; ++ti) {
-      const int t = how.reverse ? threads - 1 - ti : ti;
-      switch (path) {
-        case ElementwisePath::Contiguous:
-          contiguous_thread<M::kMaxVec>(m, plan.n, b, t, blocks, threads);
-          break;
-        case ElementwisePath::Strided32:
-          strided_thread<uint32_t>(ix32, m, static_cast<uint32_t>(plan.n), static_cast<uint32_t>(b), t,
-                                   static_cast<uint32_t>(blocks), threads);
-          break;
-        case ElementwisePath::Strided64:
-          strided_thread<int64_t>(ix, m, plan.n, b, t, blocks, threads);
-          break;
+  // Runs thread(b, t, blocks, threads) for every thread of a grid of `l` (capped by max_blocks).
+  const auto grid = [&](Launch1d l, auto&& thread) {
+    int64_t blocks = l.blocks;
+    if (how.max_blocks > 0 && blocks > how.max_blocks) blocks = how.max_blocks;
+    const int threads = static_cast<int>(l.threads);
+    for (int64_t bi = 0; bi < blocks; ++bi) {
+      for (int ti = 0; ti < threads; ++ti) {
+        thread(how.reverse ? blocks - 1 - bi : bi, how.reverse ? threads - 1 - ti : ti, blocks, threads);
       }
     }
+  };
+  if (path == ElementwisePath::Contiguous) {
+    grid(plan.launch, [&](int64_t b, int t, int64_t blocks, int threads) {
+      contiguous_thread<M::kMaxVec>(m, plan.n, b, t, blocks, threads);
+    });
+    return path;
   }
+  split_for_32bit(
+      ix, Offsets64<N>{},
+      [&](const kernels::StridedIndexer<N>& part, const Offsets64<N>& base) {
+        const kernels::StridedIndexer32<N> ix32(part);
+        const auto n = static_cast<uint32_t>(part.numel());
+        grid(grid_for(n, kStridedItems), [&](int64_t b, int t, int64_t blocks, int threads) {
+          strided_thread<N>(ix32, base, m, n, static_cast<uint32_t>(b), t, static_cast<uint32_t>(blocks), threads);
+        });
+      },
+      how.split > 0 ? how.split : kernels::kMaxIndex32);
   return path;
 }
 
@@ -264,10 +318,10 @@ bool same_bits(const T& a, const T& b) {
 const std::vector<RunHow>& every_run() {
   static const std::vector<RunHow> runs = {
       {},
-      {-1, 0, true},
-      {-1, 2, false},  // two blocks: grid-stride loops
-      {static_cast<int>(ElementwisePath::Strided32), 0, false},
-      {static_cast<int>(ElementwisePath::Strided64), 3, true},
+      {false, 0, 0, true},
+      {false, 0, 2, false},  // two blocks: grid-stride loops
+      {true, 0, 0, false},   // the strided kernel on every shape
+      {true, 100, 3, true},  // cut into pieces of at most 100 elements and offsets
   };
   return runs;
 }
@@ -295,8 +349,8 @@ void check_add_scaled(const Shape& sizes, const std::vector<Shape>& strides, con
     using M = MapArgs<ConvertedBinary<float, float, float, kernels::AddScaled<float>>, float, float, float>;
     const M m{{f}, out.data + start(0), {a.data + start(1), b.data + start(2)}, 0};
     const ElementwisePath path = run_map(m, sizes, strides, how);
-    const std::string what =
-        label + " path " + std::to_string(static_cast<int>(path)) + " blocks " + std::to_string(how.max_blocks);
+    const std::string what = label + " path " + std::to_string(static_cast<int>(path)) + " split " +
+                             std::to_string(how.split) + " blocks " + std::to_string(how.max_blocks);
     ASSERT_TRUE(out.guards_intact()) << what << ": a write outside the output";
     bool ok = true;
     for_each_index(sizes, [&](const std::vector<int64_t>& idx) {
@@ -418,39 +472,38 @@ TEST(CudaElementwiseEmulated, WhereMovesBits) {
   }
 }
 
-// The Offsets-body walk of copy and fill (launch_elementwise): both index widths, every layout.
+// The Offsets-body walk of copy and fill (launch_elementwise): every layout, whole and in pieces.
 TEST(CudaElementwiseEmulated, BodyKernelsVisitEveryElementOnce) {
   struct CountBody {
     int* hits;
-    void operator()(const kernels::StridedIndexer<2>::Offsets& o) const { hits[o[0]] += 1 + static_cast<int>(o[1]); }
+    void operator()(const Offsets64<2>& o) const { hits[o[0]] += 1 + static_cast<int>(o[1]); }
   };
   for (const auto& [sizes, out_strides, in_strides] : std::vector<std::tuple<Shape, Shape, Shape>>{
            {{5000}, {1}, {1}}, {{1}, {1}, {0}}, {{40, 33}, {33, 1}, {1, 40}}, {{7, 9, 11}, {1, 7, 63}, {99, 11, 1}}}) {
     const kernels::StridedIndexer<2> ix = indexer<2>(sizes, {out_strides, in_strides});
-    int elem[2] = {4, 4};
-    uintptr_t addr[2] = {0, 0};
-    const ElementwisePlan<2> plan = plan_elementwise(ix, elem, addr, 1);
-    int64_t n = plan.n;
-    for (int path = 1; path < 3; ++path) {
-      for (int64_t blocks : {int64_t{plan.launch.blocks}, int64_t{1}}) {
+    const int64_t n = ix.numel();
+    for (int64_t limit : {kernels::kMaxIndex32, int64_t{50}}) {
+      for (bool capped : {false, true}) {
         std::vector<int> hits(static_cast<size_t>(n), 0);
         const CountBody body{hits.data()};
-        for (int64_t b = 0; b < blocks; ++b) {
-          for (int t = 0; t < kBlockThreads; ++t) {
-            if (path == 1) {
-              body_thread<uint32_t, 2>(kernels::StridedIndexer32<2>(ix), body, static_cast<uint32_t>(n),
-                                       static_cast<uint32_t>(b), t, static_cast<uint32_t>(blocks), kBlockThreads);
-            } else if (path == 2) {
-              body_thread<int64_t, 2>(ix, body, n, b, t, blocks, kBlockThreads);
-            }
-          }
-        }
+        split_for_32bit(
+            ix, Offsets64<2>{},
+            [&](const kernels::StridedIndexer<2>& part, const Offsets64<2>& base) {
+              const kernels::StridedIndexer32<2> ix32(part);
+              const auto pn = static_cast<uint32_t>(part.numel());
+              const uint32_t blocks = capped ? 1u : grid_for(pn, kStridedItems).blocks;
+              for (uint32_t b = 0; b < blocks; ++b) {
+                for (int t = 0; t < kBlockThreads; ++t)
+                  body_thread<2>(ix32, base, body, pn, b, t, blocks, kBlockThreads);
+              }
+            },
+            limit);
         // Each output offset once, with its input's offset (+1) added: compare with the walk.
         std::vector<int> want(static_cast<size_t>(n), 0);
         for_each_index(sizes, [&](const std::vector<int64_t>& idx) {
           want[offset_of(idx, out_strides)] += 1 + static_cast<int>(offset_of(idx, in_strides));
         });
-        ASSERT_EQ(hits, want) << "path " << path << " blocks " << blocks;
+        ASSERT_EQ(hits, want) << "limit " << limit << (capped ? " one block" : "");
       }
     }
   }
