@@ -153,7 +153,7 @@ check "pass: the result line" has "$work/out-test2/summary.md" '^Result: every s
 check "pass: no sanitizer on the CPU" has "$work/out-test2/summary.md" '\| test \| sanitizer \| skipped'
 FAKE_TESTS_RC=1 run_check test3 test
 check "fail: exit 1 ($RC)" test "$RC" -eq 1
-check "fail: the stage" has "$work/out-test3/summary.md" '\| test \| device-suites \| FAILED: exit 1'
+check "fail: the stage, naming the test" has "$work/out-test3/summary.md" '\| test \| device-suites \| FAILED: exit 1 after [0-9]+ s: DeviceParityOps.Add \(log'
 check "fail: the result line" has "$work/out-test3/summary.md" '^Result: FAILED'
 check "fail: the earlier test run's rows replaced" lacks "$work/out-test3/summary.md" '\| test \| device-suites \| ok'
 

@@ -194,9 +194,16 @@ finish_test() {
   tar -czf "$OUTDIR/gpu-check.tar.gz" --exclude='*.safetensors' -C "$(dirname "$LOGDIR")" "$(basename "$LOGDIR")" 2>/dev/null
 }
 
-# A stage that timed out but whose log already shows a failure failed.
+# A stage that timed out but whose log already shows a failure failed; a failed one names (up to
+# five of) the tests that failed, from ctest's or GoogleTest's list.
 judge_tests() {
-  local log=$1 rc=$2 timed_out=$3
+  local log=$1 rc=$2 timed_out=$3 names
+  if ((!timed_out && rc != 0)); then
+    names=$({ sed -n '/The following tests FAILED:/,$p' "$log" | grep -oE '^\s+[0-9]+ - [^ ]+' | awk '{ print $3 }'
+      grep -oE '^\[  FAILED  \] [A-Za-z_0-9/.]+' "$log" | awk '{ print $4 }'; } | sort -u | head -5 | paste -sd, -)
+    [[ -n $names ]] && printf 'failed\texit %s after %s s: %s (log %s)\n' "$rc" "$((SECONDS - STAGE_START))" "$names" "$log"
+    return 0
+  fi
   ((timed_out)) || return 0
   if grep -qE '\*\*\*Failed|\*\*\*Exception|^\[  FAILED  \]' "$log"; then
     printf 'failed\tfailures before it was stopped at its bound after %s s (log %s)\n' "$((SECONDS - STAGE_START))" "$log"
