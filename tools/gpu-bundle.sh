@@ -9,9 +9,8 @@
 #                      googletest sources (for add_subdirectory); no docs, man pages or static libs;
 #   DIR/MANIFEST.txt   packages and versions, sizes, and the newest GLIBC_ each library needs;
 #   DIR/fashion-mnist/ a copy of the data set's 4 .gz files (symlinks would not travel);
-#   DIR/shared/golden/ a copy of ../shared/golden, PyTorch's printed outputs that the tests compare
-#                      with (../shared, beside the checkout, does not travel).
-# Re-running replaces these four; a failed run leaves the previous bundle as it was.
+# (The golden files the tests compare with live in the repository and travel with the tree.)
+# Re-running replaces these three; a failed run leaves the previous bundle as it was.
 # Needs apt with network access: run it on the development machine, not on the GPU machine.
 # Usage: tools/gpu-bundle.sh [DIR]   (DIR defaults to .gpu-bundle at the repository root)
 set -euo pipefail
@@ -28,7 +27,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DIR=${DIR:-$PWD/.gpu-bundle}
 mkdir -p "$DIR"
 DATA=/usr/share/datasets/fashion-mnist
-GOLDEN=${EMBER_SHARED_DIR:-$PWD/../shared}/golden
 LIMIT_MIB=60
 die() { echo "gpu-bundle: $*" >&2; exit 1; }
 
@@ -129,13 +127,8 @@ for name in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-uby
   echo "# fashion-mnist/$name.gz: $(stat -c %s "$DATA/$name.gz") bytes"
 done >>"$work/out/MANIFEST.txt"
 
-[[ -d $GOLDEN ]] || die "$GOLDEN is missing (the reference material beside the checkout; set EMBER_SHARED_DIR)"
-mkdir -p "$work/out/shared"
-cp -rL "$GOLDEN" "$work/out/shared/golden"
-echo "# shared/golden: $(du -sb "$work/out/shared/golden" | cut -f1) bytes" >>"$work/out/MANIFEST.txt"
-
 rm -rf "$DIR/deps.tar.gz" "$DIR/MANIFEST.txt" "$DIR/fashion-mnist" "$DIR/shared"
-mv "$work/out/deps.tar.gz" "$work/out/MANIFEST.txt" "$work/out/fashion-mnist" "$work/out/shared" "$DIR/"
+mv "$work/out/deps.tar.gz" "$work/out/MANIFEST.txt" "$work/out/fashion-mnist" "$DIR/"
 
 total=$(du -sb "$DIR" | cut -f1)
 # (A tracked file deleted in the working tree, someone's work in progress, counts nothing.)

@@ -113,10 +113,6 @@ use_bundle() {
     -DZLIB_LIBRARY="$lib/libz.so"
     -DEMBER_GTEST_SOURCE_DIR="$root/src/googletest"
   )
-  # PyTorch's printed outputs, which ../shared holds beside a checkout but which do not travel.
-  if [[ ! -d ../shared/golden && -d $dir/shared/golden ]]; then
-    CONFIGURE_EXTRA+=(-DEMBER_SHARED_DIR="$dir/shared")
-  fi
   echo "bundle: $dir (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
   printf '  %s\n' "${CONFIGURE_EXTRA[@]}"
 }
