@@ -137,6 +137,7 @@ void check_rmsprop_step(const char* op, const TensorView& param, const TensorVie
               "[", op, "] missing state");
 }
 
+namespace {
 void check_multi_tensor_update(const char* op, std::span<const OptimTensors> tensors, size_t steps) {
   EMBER_CHECK(steps == tensors.size(), "[", op, "] expects one step per tensor, got ", steps, " steps for ",
               tensors.size(), " tensors");
@@ -145,6 +146,40 @@ void check_multi_tensor_update(const char* op, std::span<const OptimTensors> ten
                 op, "] every parameter must have one dtype and lie on one device: got ", dtype_name(t.param.dtype),
                 " on device ", t.param.device_index, " after ", dtype_name(tensors[0].param.dtype), " on device ",
                 tensors[0].param.device_index);
+  }
+}
+}  // namespace
+
+void check_multi_tensor_step(const char* op, std::span<const OptimTensors> tensors,
+                             std::span<const kernels::SgdStep> steps, const TensorView& skip) {
+  check_multi_tensor_update(op, tensors, steps.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    check_sgd_step(op, t.param, t.grad, t.state[0], steps[i], skip);
+  }
+}
+
+void check_multi_tensor_step(const char* op, std::span<const OptimTensors> tensors,
+                             std::span<const kernels::AdamStep> steps, const TensorView& skip) {
+  check_multi_tensor_update(op, tensors, steps.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    check_adam_step(op, t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);
+  }
+}
+
+void check_multi_tensor_step(const char* op, std::span<const OptimTensors> tensors,
+                             std::span<const kernels::AdadeltaStep> steps, const TensorView& skip) {
+  check_multi_tensor_update(op, tensors, steps.size());
+  for (const OptimTensors& t : tensors) check_adadelta_step(op, t.param, t.grad, t.state[0], t.state[1], skip);
+}
+
+void check_multi_tensor_step(const char* op, std::span<const OptimTensors> tensors,
+                             std::span<const kernels::RmspropStep> steps, const TensorView& skip) {
+  check_multi_tensor_update(op, tensors, steps.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimTensors& t = tensors[i];
+    check_rmsprop_step(op, t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);
   }
 }
 

@@ -330,9 +330,16 @@ void check_adadelta_step(const char* op, const TensorView& param, const TensorVi
 void check_rmsprop_step(const char* op, const TensorView& param, const TensorView& grad, const TensorView& square_avg,
                         const TensorView& grad_avg, const TensorView& momentum_buffer, const kernels::RmspropStep& step,
                         const TensorView& skip);
-/// The checks every multi-tensor update makes before its rule's own: one step per tensor, and
-/// every parameter of the first one's dtype and device.
-void check_multi_tensor_update(const char* op, std::span<const OptimTensors> tensors, size_t steps);
+/// Every check of a multi-tensor update, made before any tensor is written: one step per
+/// tensor, every parameter of the first one's dtype and device, and each tensor's rule checks.
+void check_multi_tensor_step(const char* op, std::span<const OptimTensors> tensors,
+                             std::span<const kernels::SgdStep> steps, const TensorView& skip);
+void check_multi_tensor_step(const char* op, std::span<const OptimTensors> tensors,
+                             std::span<const kernels::AdamStep> steps, const TensorView& skip);
+void check_multi_tensor_step(const char* op, std::span<const OptimTensors> tensors,
+                             std::span<const kernels::AdadeltaStep> steps, const TensorView& skip);
+void check_multi_tensor_step(const char* op, std::span<const OptimTensors> tensors,
+                             std::span<const kernels::RmspropStep> steps, const TensorView& skip);
 
 /// The backend for a device type, or nullptr when this build has none.
 Backend* find_backend(DeviceType type);

@@ -257,11 +257,7 @@ void CpuBackend::rmsprop_step(const TensorView& param, const TensorView& grad, c
 
 void CpuBackend::multi_tensor_sgd_step(std::span<const OptimTensors> tensors, std::span<const kernels::SgdStep> steps,
                                        const TensorView& skip) {
-  check_multi_tensor_update("multi_tensor_sgd_step", tensors, steps.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const OptimTensors& t = tensors[i];
-    check_sgd_step("multi_tensor_sgd_step", t.param, t.grad, t.state[0], steps[i], skip);
-  }
+  check_multi_tensor_step("multi_tensor_sgd_step", tensors, steps, skip);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const OptimTensors& t = tensors[i];
     sgd_step(t.param, t.grad, t.state[0], steps[i], skip);
@@ -270,11 +266,7 @@ void CpuBackend::multi_tensor_sgd_step(std::span<const OptimTensors> tensors, st
 
 void CpuBackend::multi_tensor_adam_step(std::span<const OptimTensors> tensors, std::span<const kernels::AdamStep> steps,
                                         const TensorView& skip) {
-  check_multi_tensor_update("multi_tensor_adam_step", tensors, steps.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const OptimTensors& t = tensors[i];
-    check_adam_step("multi_tensor_adam_step", t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);
-  }
+  check_multi_tensor_step("multi_tensor_adam_step", tensors, steps, skip);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const OptimTensors& t = tensors[i];
     adam_step(t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);
@@ -283,10 +275,7 @@ void CpuBackend::multi_tensor_adam_step(std::span<const OptimTensors> tensors, s
 
 void CpuBackend::multi_tensor_adadelta_step(std::span<const OptimTensors> tensors,
                                             std::span<const kernels::AdadeltaStep> steps, const TensorView& skip) {
-  check_multi_tensor_update("multi_tensor_adadelta_step", tensors, steps.size());
-  for (const OptimTensors& t : tensors) {
-    check_adadelta_step("multi_tensor_adadelta_step", t.param, t.grad, t.state[0], t.state[1], skip);
-  }
+  check_multi_tensor_step("multi_tensor_adadelta_step", tensors, steps, skip);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const OptimTensors& t = tensors[i];
     adadelta_step(t.param, t.grad, t.state[0], t.state[1], steps[i], skip);
@@ -295,12 +284,7 @@ void CpuBackend::multi_tensor_adadelta_step(std::span<const OptimTensors> tensor
 
 void CpuBackend::multi_tensor_rmsprop_step(std::span<const OptimTensors> tensors,
                                            std::span<const kernels::RmspropStep> steps, const TensorView& skip) {
-  check_multi_tensor_update("multi_tensor_rmsprop_step", tensors, steps.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const OptimTensors& t = tensors[i];
-    check_rmsprop_step("multi_tensor_rmsprop_step", t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i],
-                       skip);
-  }
+  check_multi_tensor_step("multi_tensor_rmsprop_step", tensors, steps, skip);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const OptimTensors& t = tensors[i];
     rmsprop_step(t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);

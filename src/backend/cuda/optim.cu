@@ -265,41 +265,25 @@ void CudaBackend::rmsprop_step(const TensorView& param, const TensorView& grad, 
 
 void CudaBackend::multi_tensor_sgd_step(std::span<const OptimTensors> tensors, std::span<const kernels::SgdStep> steps,
                                         const TensorView& skip) {
-  check_multi_tensor_update("multi_tensor_sgd_step", tensors, steps.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const OptimTensors& t = tensors[i];
-    check_sgd_step("multi_tensor_sgd_step", t.param, t.grad, t.state[0], steps[i], skip);
-  }
+  check_multi_tensor_step("multi_tensor_sgd_step", tensors, steps, skip);
   launch_multi<SgdRule>("multi_tensor_sgd_step", tensors, steps, skip);
 }
 
 void CudaBackend::multi_tensor_adam_step(std::span<const OptimTensors> tensors,
                                          std::span<const kernels::AdamStep> steps, const TensorView& skip) {
-  check_multi_tensor_update("multi_tensor_adam_step", tensors, steps.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const OptimTensors& t = tensors[i];
-    check_adam_step("multi_tensor_adam_step", t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i], skip);
-  }
+  check_multi_tensor_step("multi_tensor_adam_step", tensors, steps, skip);
   launch_multi<AdamRule>("multi_tensor_adam_step", tensors, steps, skip);
 }
 
 void CudaBackend::multi_tensor_adadelta_step(std::span<const OptimTensors> tensors,
                                              std::span<const kernels::AdadeltaStep> steps, const TensorView& skip) {
-  check_multi_tensor_update("multi_tensor_adadelta_step", tensors, steps.size());
-  for (const OptimTensors& t : tensors) {
-    check_adadelta_step("multi_tensor_adadelta_step", t.param, t.grad, t.state[0], t.state[1], skip);
-  }
+  check_multi_tensor_step("multi_tensor_adadelta_step", tensors, steps, skip);
   launch_multi<AdadeltaRule>("multi_tensor_adadelta_step", tensors, steps, skip);
 }
 
 void CudaBackend::multi_tensor_rmsprop_step(std::span<const OptimTensors> tensors,
                                             std::span<const kernels::RmspropStep> steps, const TensorView& skip) {
-  check_multi_tensor_update("multi_tensor_rmsprop_step", tensors, steps.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const OptimTensors& t = tensors[i];
-    check_rmsprop_step("multi_tensor_rmsprop_step", t.param, t.grad, t.state[0], t.state[1], t.state[2], steps[i],
-                       skip);
-  }
+  check_multi_tensor_step("multi_tensor_rmsprop_step", tensors, steps, skip);
   launch_multi<RmspropRule>("multi_tensor_rmsprop_step", tensors, steps, skip);
 }
 
