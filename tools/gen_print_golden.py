@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes tests/core/golden/print_public.jsonl: tensors and the text PyTorch's repr() prints for
-them, for tests/core/test_print.cpp, which must print the same bytes. Or, with --check, verifies
+"""Writes tests/io/golden/print_public.jsonl: tensors and the text PyTorch's repr() prints for
+them, for tests/io/test_print.cpp, which must print the same bytes. Or, with --check, verifies
 that the installed PyTorch still prints every case of such a file the same way.
 
-The file holds one JSON object per line, with the keys in this order (tests/core/golden/README.md):
+The file holds one JSON object per line, with the keys in this order (tests/io/golden/PRINT.md):
   note           how the values were drawn (see VALUE KINDS below)
   dtype          float32 float64 float16 bfloat16 int64 int32 int16 int8 uint8 bool
   shape          list of sizes; [] is a 0-dim tensor
@@ -49,7 +49,7 @@ import sys
 
 import torch
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "core", "golden",
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "io", "golden",
                    "print_public.jsonl")
 DEFAULT_SEED = 20221209
 KEYS = ["note", "dtype", "shape", "requires_grad", "values", "repr"]

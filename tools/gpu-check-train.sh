@@ -75,7 +75,7 @@ train_runs() {
   done
 }
 
-# nccl_run BOUND RESERVE: data parallelism over NCCL (src/backend/cuda/nccl_transport.cpp) needs a
+# nccl_run BOUND RESERVE: data parallelism over NCCL (src/distributed/nccl/nccl_transport.cpp) needs a
 # GPU per rank: NCCL refuses two ranks on one GPU. With two or more GPUs and Open MPI, one cnn
 # epoch on 2 ranks.
 nccl_run() {

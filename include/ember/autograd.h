@@ -1,5 +1,6 @@
 #pragma once
-/// Reverse-mode automatic differentiation: grad mode, NoGradGuard, anomaly detection and backward().
+/// Reverse-mode automatic differentiation: anomaly detection, hooks and backward() (grad mode and
+/// NoGradGuard: ember/grad_mode.h).
 ///
 /// Ops on tensors that require grad record a node; Tensor::backward() walks the recorded graph
 /// in reverse and accumulates gradients into the leaves' grad(). The graph's saved tensors are
@@ -11,39 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "ember/grad_mode.h"
 #include "ember/tensor.h"
 
 namespace ember {
-
-/// Whether ops record the graph on this thread (on by default).
-struct GradMode {
-  static bool is_enabled();
-  static void set_enabled(bool enabled);
-};
-
-/// Sets whether ops record for its scope, then restores what was set (libtorch's AutoGradMode).
-class AutoGradMode {
- public:
-  explicit AutoGradMode(bool enabled) : previous_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
-  ~AutoGradMode() { GradMode::set_enabled(previous_); }
-  AutoGradMode(const AutoGradMode&) = delete;
-  AutoGradMode& operator=(const AutoGradMode&) = delete;
-
- private:
-  bool previous_;
-};
-
-/// Turns recording off for its scope (like `with torch.no_grad():`).
-class NoGradGuard : public AutoGradMode {
- public:
-  NoGradGuard() : AutoGradMode(false) {}
-};
-
-/// Turns recording on for its scope, inside a NoGradGuard (like `torch.enable_grad()`).
-class EnableGradGuard : public AutoGradMode {
- public:
-  EnableGradGuard() : AutoGradMode(true) {}
-};
 
 /// Anomaly detection (like torch.autograd.set_detect_anomaly): while enabled, every backward
 /// function's results are checked, and the first one holding a NaN stops backward() with an

@@ -9,6 +9,7 @@
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/factories.h"
+#include "ember/grad_mode.h"
 #include "ember/ops.h"
 #include "ember/print.h"
 #include "ember/scalar.h"

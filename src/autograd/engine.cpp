@@ -18,7 +18,6 @@
 namespace ember {
 
 namespace {
-thread_local bool g_grad_enabled = true;
 std::atomic<bool> g_anomaly_enabled{false};
 std::atomic<uint64_t> g_sequence{0};
 std::atomic<uint64_t> g_hook_ids{1};
@@ -30,8 +29,6 @@ thread_local autograd::Node* g_running_node = nullptr;
 thread_local bool g_in_grad_call = false;
 }  // namespace
 
-bool GradMode::is_enabled() { return g_grad_enabled; }
-void GradMode::set_enabled(bool enabled) { g_grad_enabled = enabled; }
 
 bool AnomalyMode::is_enabled() { return g_anomaly_enabled.load(std::memory_order_relaxed); }
 void AnomalyMode::set_enabled(bool enabled) { g_anomaly_enabled.store(enabled, std::memory_order_relaxed); }
@@ -149,6 +146,14 @@ void set_grad_fn(const Tensor& t, std::shared_ptr<Node> fn) {
 
 void record_view(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {
   set_grad_fn(output, make_node(name, inputs, std::move(backward)));
+}
+
+Tensor record_view_of(Tensor out, const Tensor& self, const char* name, std::function<Tensor(const Tensor&)> grad_of) {
+  if (needs_grad({&self})) {
+    const Tensor* inputs[] = {&self};
+    record_view(out, name, inputs, [f = std::move(grad_of)](const Tensor& g) { return std::vector<Tensor>{f(g)}; });
+  }
+  return out;
 }
 
 void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward) {

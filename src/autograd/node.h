@@ -144,6 +144,9 @@ bool needs_grad(const std::vector<Tensor>& inputs);
 void record(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward);
 /// record() for the result of a view op, which stays a view of its base.
 void record_view(Tensor& output, const char* name, std::span<const Tensor* const> inputs, BackwardFn backward);
+/// Records a view (or copy) op of one input: `grad_of` maps the output's gradient to self's.
+/// Returns `out`, with its history when self needs a gradient.
+Tensor record_view_of(Tensor out, const Tensor& self, const char* name, std::function<Tensor(const Tensor&)> grad_of);
 inline void record(Tensor& output, const char* name, std::initializer_list<const Tensor*> inputs, BackwardFn backward) {
   record(output, name, std::span<const Tensor* const>(inputs.begin(), inputs.size()), std::move(backward));
 }

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/device_memory.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/scalar.h"
@@ -103,16 +104,18 @@ struct Pool2dArgs {
   int64_t divisor_override = 0;   // Avg only; 0 means none
 };
 
-class Backend {
+class Backend : public detail::DeviceMemory {
  public:
   virtual ~Backend() = default;
   virtual DeviceType type() const = 0;
   /// Number of usable devices of this type; never throws.
   virtual int device_count() const noexcept = 0;
 
-  // Memory. Allocations are at least 64-byte aligned; size 0 is allowed.
-  virtual void* allocate(size_t nbytes, int device_index) = 0;
-  virtual void deallocate(void* ptr, size_t nbytes, int device_index) noexcept = 0;
+  // Memory: allocate, deallocate, allocate_pinned and free_pinned (core/device_memory.h). Only
+  // backends of devices with their own memory have pinned memory; the others' allocate_pinned
+  // throws.
+  void* allocate_pinned(size_t nbytes) override;
+  void free_pinned(void* ptr) noexcept override;
 
   // Copies. copy() converts dtype and handles any strides (dst and src have equal sizes, or src
   // is broadcast); the host copies move contiguous bytes between host memory and this device.
@@ -130,10 +133,6 @@ class Backend {
   /// `dst`), and work queued afterwards on either device's current stream runs after it: the
   /// destination's users read the copied bytes and the source's next writer does not race it.
   virtual void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t nbytes) = 0;
-  /// Page-locked host memory that this device type copies to and from asynchronously (the
-  /// storage of Tensor::pin_memory()). Only backends of devices with their own memory have it.
-  virtual void* allocate_pinned(size_t nbytes);
-  virtual void free_pinned(void* ptr) noexcept;
   virtual void fill(const TensorView& out, const Scalar& value) = 0;
 
   // Element-wise.
@@ -279,6 +278,9 @@ class Backend {
   virtual void random(const TensorView& out, const RandomArgs& args) = 0;
   virtual void randperm(const TensorView& out) = 0;
   virtual void manual_seed(uint64_t seed) = 0;
+  /// The seed the default generator of device `device_index` started from (torch.initial_seed()
+  /// for the CPU, torch.cuda.initial_seed() for a GPU).
+  virtual uint64_t initial_seed(int device_index) = 0;
   /// The default generator's complete state on device `device_index` (the CPU has one), in this
   /// backend's own byte layout, and its inverse; set_rng_state throws ember::Error when the bytes
   /// are not a state this backend wrote.

@@ -11,7 +11,6 @@
 #include "core/tensor_internal.h"
 #include "ember/cuda.h"
 #include "ember/device.h"
-#include "ember/factories.h"
 
 namespace ember::cuda {
 namespace {
@@ -86,7 +85,7 @@ void empty_cache() {
 Tensor get_rng_state(int device) {
   const int d = resolve(device, "get_rng_state");
   const std::vector<uint8_t> bytes = cuda_runtime()->backend().rng_state(d);
-  Tensor state = empty({static_cast<int64_t>(bytes.size())}, kUInt8);
+  Tensor state = detail::make_tensor({static_cast<int64_t>(bytes.size())}, kUInt8, Device(DeviceType::CPU));
   std::copy(bytes.begin(), bytes.end(), state.data_ptr<uint8_t>());
   return state;
 }

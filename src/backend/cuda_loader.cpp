@@ -15,6 +15,7 @@ namespace {
 struct Loaded {
   CudaProbe probe;
   CudaRuntime* runtime = nullptr;
+  void* handle = nullptr;  // the loaded plugin, for its other entry points
 };
 
 #if defined(EMBER_CUDA_BACKEND_BUILT)
@@ -60,6 +61,7 @@ Loaded load() {
   }
   p = runtime->probe();
   l.runtime = runtime;
+  l.handle = handle;
   return l;
 }
 #else
@@ -89,5 +91,15 @@ const Loaded& loaded() noexcept {
 const CudaProbe& cuda_probe() noexcept { return loaded().probe; }
 
 CudaRuntime* cuda_runtime() noexcept { return loaded().runtime; }
+
+void* cuda_plugin_symbol(const char* name) noexcept {
+#if defined(EMBER_CUDA_BACKEND_BUILT)
+  void* handle = loaded().handle;
+  return handle != nullptr ? dlsym(handle, name) : nullptr;
+#else
+  (void)name;
+  return nullptr;
+#endif
+}
 
 }  // namespace ember

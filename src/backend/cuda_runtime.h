@@ -7,8 +7,7 @@
 // cuDNN (about 120 MB of resident memory otherwise; docs/PERFORMANCE.md §9). One build serves
 // CPU-only and GPU machines alike.
 //
-// libember implements the public ember::cuda API (include/ember/cuda.h) and the NCCL transport's
-// entry points by calling this interface; the plugin implements it
+// libember implements the public ember::cuda API (include/ember/cuda.h) by calling this interface; the plugin implements it
 // (src/backend/cuda/cuda_runtime_impl.cpp) and hands it over through one C entry point. Handles
 // (events, streams) cross the seam as void*, as they do in include/ember/cuda.h.
 #include <cstddef>
@@ -16,7 +15,6 @@
 #include <string>
 
 #include "backend/cuda_probe.h"
-#include "distributed/transport.h"
 #include "ember/cuda.h"
 
 namespace ember {
@@ -77,22 +75,15 @@ class CudaRuntime {
   virtual void stream_synchronize(int device, void* stream) = 0;
   virtual void stream_wait_event(int device, void* stream, void* event) = 0;
   virtual void stream_wait_stream(int device, void* stream, int other_device, void* other) = 0;
-
-  // ---- collectives on CUDA tensors (distributed/transport.h); nccl_built() false: none ----
-  virtual bool nccl_built() = 0;
-  virtual std::string nccl_failure() = 0;
-  virtual std::unique_ptr<distributed::Work::State> nccl_all_reduce(const Tensor& tensor, distributed::ReduceOp op,
-                                                                    const distributed::detail::Membership& world) = 0;
-  virtual std::unique_ptr<distributed::Work::State> nccl_broadcast(const Tensor& tensor, int root,
-                                                                   const distributed::detail::Membership& world) = 0;
-  virtual std::unique_ptr<distributed::Work::State> nccl_all_gather(const Tensor& input, const Tensor& output,
-                                                                    const distributed::detail::Membership& world) = 0;
-  virtual void nccl_finalize() = 0;
 };
 
 /// The loaded CUDA backend, or nullptr when there is none to use: a build without CUDA, no
 /// driver, or a plugin that would not load (cuda_probe().reason says which). Loads it on the
 /// first call; never throws.
 CudaRuntime* cuda_runtime() noexcept;
+
+/// Another entry point of the loaded CUDA backend's library, by name (the NCCL transport's,
+/// distributed/nccl/nccl_runtime.h), or nullptr when there is no backend or no such symbol.
+void* cuda_plugin_symbol(const char* name) noexcept;
 
 }  // namespace ember

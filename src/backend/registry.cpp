@@ -42,6 +42,18 @@ Backend* find_backend(DeviceType type) {
   return g_backends[static_cast<size_t>(type)];
 }
 
+namespace detail {
+
+DeviceMemory* find_device_memory(DeviceType type) { return find_backend(type); }
+
+DeviceMemory& device_memory_for(Device& device) {
+  Backend& backend = backend_for(device);
+  device = normalize_device(device);
+  return backend;
+}
+
+}  // namespace detail
+
 Device normalize_device(Device device) {
   if (device.is_cpu()) return Device(DeviceType::CPU);
   if (!device.has_index()) return Device(device.type(), device.is_cuda() ? cuda::current_device() : 0);

@@ -1,5 +1,8 @@
 #include "core/check.h"
 
+#include <charconv>
+#include <cmath>
+
 #include "ember/tensor.h"
 
 namespace ember::detail {
@@ -47,6 +50,20 @@ std::string shape_str(IntList sizes) {
     s += std::to_string(sizes[i]);
   }
   return s + "]";
+}
+
+std::string python_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // Python's repr: the shortest round-trip digits, scientific below 1e-4 and from 1e16 on.
+  char buf[64];
+  double magnitude = std::fabs(value);
+  bool scientific = magnitude != 0 && (magnitude < 1e-4 || magnitude >= 1e16);
+  auto result = std::to_chars(buf, buf + sizeof buf, value,
+                              scientific ? std::chars_format::scientific : std::chars_format::fixed);
+  std::string text(buf, result.ptr);
+  if (!scientific && text.find('.') == std::string::npos) text += ".0";
+  return text;
 }
 
 }  // namespace ember::detail

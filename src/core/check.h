@@ -55,6 +55,9 @@ template <typename... Parts>
 /// "[2, 3]" — how ember messages show sizes.
 std::string shape_str(IntList sizes);
 
+/// Python's repr() of a float ("-1.0", "1e-05"), for messages that match PyTorch's.
+std::string python_float(double value);
+
 }  // namespace ember::detail
 
 #define EMBER_CHECK(cond, ...)                       \

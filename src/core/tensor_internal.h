@@ -2,8 +2,6 @@
 // Helpers shared by ember's own implementation files: allocation, views, dimension wrapping.
 #include <string>
 
-#include "autograd/node.h"
-#include "backend/backend.h"
 #include "ember/tensor.h"
 
 namespace ember {
@@ -18,8 +16,6 @@ Tensor make_tensor(IntList sizes, Dtype dtype, Device device);
 /// A tensor with this geometry over an existing storage: no autograd state, not a view of
 /// anything (the tensors torch_load and the mapped loads make over records they read or map).
 Tensor make_tensor_over(std::shared_ptr<Storage> storage, Dims sizes, Dims strides, int64_t offset, Dtype dtype);
-/// A new contiguous CPU tensor in pinned (page-locked) memory; throws when CUDA is unavailable.
-Tensor make_pinned_tensor(IntList sizes, Dtype dtype);
 /// The result of a view op: a tensor sharing `base`'s storage with new geometry, which
 /// remembers its base for autograd (TensorImpl::view_base).
 Tensor make_view(const Tensor& base, Dims sizes, Dims strides, int64_t offset);

@@ -2,7 +2,7 @@
 // What src/distributed/distributed.cpp (the public API: checks, sequence numbers, waiting,
 // timeouts) asks of a transport. MPI carries CPU tensors and is the job's rendezvous
 // (mpi_transport.cpp; mpi_none.cpp in builds without MPI); NCCL carries CUDA tensors
-// (backend/cuda/nccl_transport.cpp in the CUDA backend's library, reached through
+// (nccl/nccl_transport.cpp, compiled into the CUDA backend's library and reached through
 // nccl_forward.cpp, which refuses where there is none).
 //
 // Every collective is started without waiting and returns a Work::State that the caller polls:

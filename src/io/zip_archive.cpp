@@ -21,7 +21,7 @@
 #include <isa-l/crc.h>
 #endif
 
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "io/byte_source.h"
 
@@ -367,11 +367,11 @@ uint32_t crc32_of(std::span<const uint8_t> data) {
   // the check off a load's critical path either way.
   constexpr size_t kChunk = size_t{1} << 20;
   const auto chunks =
-      static_cast<int64_t>(std::min<size_t>(static_cast<size_t>(cpu::num_threads()), data.size() / kChunk));
+      static_cast<int64_t>(std::min<size_t>(static_cast<size_t>(base::num_threads()), data.size() / kChunk));
   if (chunks <= 1) return crc32_update(0, data.data(), data.size());
   std::vector<uint32_t> crcs(static_cast<size_t>(chunks));
   const auto bounds = [&](int64_t c) { return data.size() * static_cast<size_t>(c) / static_cast<size_t>(chunks); };
-  cpu::parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
+  base::parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c)
       crcs[static_cast<size_t>(c)] = crc32_update(0, data.data() + bounds(c), bounds(c + 1) - bounds(c));
   });

@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
+#include "ember/grad_mode.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
 #include "ember/nn/transformer.h"

@@ -20,7 +20,6 @@
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
 #include "ember/ops.h"
-#include "ember/optim/optimizer.h"  // python_float
 #include "ember/warning.h"
 #include "nn/packed_sequence_internal.h"
 #include "ops/rnn_cell.h"
@@ -89,7 +88,7 @@ RNNBase::RNNBase(Mode mode, int64_t input_size, int64_t hidden_size, RNNOptions 
     warn(
         detail::concat("dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
                        "num_layers greater than 1, but got dropout=",
-                       optim::python_float(o.dropout), " and num_layers=", o.num_layers));
+                       ember::detail::python_float(o.dropout), " and num_layers=", o.num_layers));
   }
   EMBER_CHECK(input_size > 0, "input_size must be greater than zero");
   EMBER_CHECK(hidden_size > 0, "hidden_size must be greater than zero");

@@ -13,7 +13,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "ember/error.h"
 #include "kernels/elementwise_ops.h"
 
@@ -581,7 +581,7 @@ TEST(CpuElementwise, Clamp) {
 // ---- large sizes: the threaded paths ----
 
 TEST(CpuElementwise, LargeContiguousAndStridedUseThreads) {
-  const int64_t n = 3 * kGrainSize + 17;
+  const int64_t n = 3 * base::kGrainSize + 17;
   std::vector<float> a = filled<float>(n, 0.0, 1.0), b = filled<float>(n, 5.0, -0.5), out(n);
   be().binary(BinaryOp::Add, view(a, {n}), view(b, {n}), view(out, {n}));
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] + b[i]) << i;
@@ -721,7 +721,7 @@ TEST(CpuCopy, StridesBroadcastAndSameDtype) {
   TensorView empty_src{nullptr, {0, 3}, {3, 1}, kInt64};
   be().copy(empty_dst, empty_src);
   // Large, to take the threaded conversion and memcpy paths.
-  const int64_t n = 2 * kGrainSize + 5;
+  const int64_t n = 2 * base::kGrainSize + 5;
   std::vector<double> big = filled<double>(n, -1000.0, 0.37);
   std::vector<float> bf(n);
   be().copy(view(bf, {n}), view(big, {n}));
@@ -795,7 +795,7 @@ TEST(CpuFill, EveryDtypeAnyStrides) {
   std::vector<uint8_t> b(4, 0);
   be().fill(bool_view(b, {4}), Scalar(0.5));
   EXPECT_EQ(b, std::vector<uint8_t>(4, 1));
-  const int64_t n = 2 * kGrainSize + 3;
+  const int64_t n = 2 * base::kGrainSize + 3;
   std::vector<float> big(2 * n, 1.0f);
   be().fill(view(big, {n}, {2}), Scalar(-3.0));
   for (int64_t i = 0; i < 2 * n; ++i) ASSERT_EQ(big[i], i % 2 == 0 ? -3.0f : 1.0f) << i;

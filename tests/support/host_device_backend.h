@@ -351,6 +351,7 @@ class HostDeviceBackend final : public ember::Backend {
     cpu().randperm(out);
   }
   void manual_seed(uint64_t seed) override { cpu().manual_seed(seed); }
+  uint64_t initial_seed(int /*device_index*/) override { return cpu().initial_seed(0); }
   std::vector<uint8_t> rng_state(int device_index) override {
     check_index(device_index, "rng_state");
     return cpu().rng_state(0);

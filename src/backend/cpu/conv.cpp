@@ -38,7 +38,7 @@
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/onednn_matmul.h"
 #include "backend/cpu/onednn_primitives.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 
 namespace ember::cpu {
@@ -219,8 +219,8 @@ template <typename F>
 int64_t for_sample_chunks(const ConvShape& s, const F& f) {
   const int64_t macs = std::max<int64_t>(1, s.o * s.k() * s.plane());
   const int64_t grain = std::max<int64_t>(1, kSampleParallelMacs / macs);
-  const int64_t chunks = std::clamp<int64_t>(s.n / grain, 1, std::max(1, num_threads()));
-  parallel_for(chunks, 1, [&](int64_t first, int64_t last) {
+  const int64_t chunks = std::clamp<int64_t>(s.n / grain, 1, std::max(1, base::num_threads()));
+  base::parallel_for(chunks, 1, [&](int64_t first, int64_t last) {
     BlasOnCallingThread blas;
     for (int64_t chunk = first; chunk < last; ++chunk) f(chunk, s.n * chunk / chunks, s.n * (chunk + 1) / chunks);
   });
@@ -260,23 +260,23 @@ void bias_grad(const T* grad_out, const ConvShape& s, T* grad_bias) {
   // Independent lanes per row, so the adds vectorise instead of waiting on one another; rows are
   // then summed in double, so a large batch loses no digits.
   constexpr int64_t kLanes = 16;
-  parallel_for(s.o, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.n * s.plane())),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t oc = begin; oc < end; ++oc) {
-                   double total = 0;
-                   for (int64_t n = 0; n < s.n; ++n) {
-                     const T* row = grad_out + (n * s.o + oc) * s.plane();
-                     T lanes[kLanes] = {};
-                     int64_t p = 0;
-                     for (; p + kLanes <= s.plane(); p += kLanes) {
-                       for (int64_t l = 0; l < kLanes; ++l) lanes[l] += row[p + l];
-                     }
-                     for (; p < s.plane(); ++p) lanes[0] += row[p];
-                     for (int64_t l = 0; l < kLanes; ++l) total += static_cast<double>(lanes[l]);
-                   }
-                   grad_bias[oc] = static_cast<T>(total);
-                 }
-               });
+  base::parallel_for(s.o, std::max<int64_t>(1, base::kGrainSize / std::max<int64_t>(1, s.n * s.plane())),
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t oc = begin; oc < end; ++oc) {
+                         double total = 0;
+                         for (int64_t n = 0; n < s.n; ++n) {
+                           const T* row = grad_out + (n * s.o + oc) * s.plane();
+                           T lanes[kLanes] = {};
+                           int64_t p = 0;
+                           for (; p + kLanes <= s.plane(); p += kLanes) {
+                             for (int64_t l = 0; l < kLanes; ++l) lanes[l] += row[p + l];
+                           }
+                           for (; p < s.plane(); ++p) lanes[0] += row[p];
+                           for (int64_t l = 0; l < kLanes; ++l) total += static_cast<double>(lanes[l]);
+                         }
+                         grad_bias[oc] = static_cast<T>(total);
+                       }
+                     });
 }
 
 /// gw += the weight gradient of samples [begin, end), one product per sample and group. (Taking
@@ -304,7 +304,7 @@ void im2col_backward(const T* grad_out, const T* x, const T* w, const ConvShape&
   const int64_t plane = s.plane(), k = s.k();
   const int64_t w_numel = s.o * k;
   // Each chunk of samples accumulates its own weight gradient; chunk 0 writes straight into grad_w.
-  std::vector<std::vector<T>> partial(static_cast<size_t>(std::max(1, num_threads())));
+  std::vector<std::vector<T>> partial(static_cast<size_t>(std::max(1, base::num_threads())));
   if (grad_w != nullptr) std::fill(grad_w, grad_w + w_numel, T(0));
   const int64_t chunks = for_sample_chunks(s, [&](int64_t chunk, int64_t begin, int64_t end) {
     if (grad_w != nullptr) {

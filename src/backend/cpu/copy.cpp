@@ -13,7 +13,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/elementwise_ops.h"
 #include "kernels/indexer.h"
@@ -84,8 +84,8 @@ void convert_tiled(const Indexer2& ix, D* dp, const S* sp) {
   int64_t outer = 1;
   for (int d = 0; d < nd - 2; ++d) outer *= ix.sizes[d];
   const int64_t row_tiles = (rows + kTile - 1) / kTile;
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / (kTile * cols));
-  parallel_for(outer * row_tiles, grain, [&](int64_t begin, int64_t end) {
+  const int64_t grain = std::max<int64_t>(1, base::kGrainSize / (kTile * cols));
+  base::parallel_for(outer * row_tiles, grain, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       int64_t o = item / row_tiles;
       const int64_t r0 = (item - o * row_tiles) * kTile;
@@ -116,7 +116,7 @@ void convert_copy(const TensorView& dst, const void* src_data, const int64_t* sr
   const int64_t numel = dst.numel();
   const int64_t flat_src = flat_stride(dst.sizes, src_strides);
   if (flat_src >= 0 && dst.is_contiguous()) {
-    parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) {
+    base::parallel_for(numel, base::kGrainSize, [&](int64_t begin, int64_t end) {
       convert_run(dp + begin, 1, sp + begin * flat_src, flat_src, end - begin);
     });
     return;
@@ -135,7 +135,7 @@ void convert_copy(const TensorView& dst, const void* src_data, const int64_t* sr
     return;
   }
   const int64_t sd = ix.inner_stride(0), ss = ix.inner_stride(1);
-  parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) {
+  base::parallel_for(numel, base::kGrainSize, [&](int64_t begin, int64_t end) {
     kernels::for_each_row(ix, begin, end,
                           [&](const int64_t* off, int64_t n) { convert_run(dp + off[0], sd, sp + off[1], ss, n); });
   });
@@ -152,7 +152,7 @@ void copy_bytes(void* dst, const void* src, int64_t numel, size_t element_bytes)
     std::memmove(d, s, nbytes);
     return;
   }
-  parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) {
+  base::parallel_for(numel, base::kGrainSize, [&](int64_t begin, int64_t end) {
     std::memcpy(d + static_cast<size_t>(begin) * element_bytes, s + static_cast<size_t>(begin) * element_bytes,
                 static_cast<size_t>(end - begin) * element_bytes);
   });
@@ -164,7 +164,8 @@ void fill_bits(const TensorView& out, U bits) {
   U* op = out.ptr<U>();
   const int64_t numel = out.numel();
   if (out.is_contiguous()) {
-    parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) { std::fill_n(op + begin, end - begin, bits); });
+    base::parallel_for(numel, base::kGrainSize,
+                       [&](int64_t begin, int64_t end) { std::fill_n(op + begin, end - begin, bits); });
     return;
   }
   kernels::StridedIndexer<1, kernels::kMaxInputDims> ix;
@@ -172,7 +173,7 @@ void fill_bits(const TensorView& out, U bits) {
   EMBER_CHECK(ix.build(out.ndim(), out.sizes.data(), strides, /*memory_order=*/true),
               "fill: too many non-mergeable dimensions in shape ", detail::shape_str(out.sizes));
   const int64_t so = ix.inner_stride(0);
-  parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) {
+  base::parallel_for(numel, base::kGrainSize, [&](int64_t begin, int64_t end) {
     kernels::for_each_row(ix, begin, end, [&](const int64_t* off, int64_t n) {
       U* o = op + off[0];
       for (int64_t i = 0; i < n; ++i) o[i * so] = bits;

@@ -6,8 +6,6 @@
 #include <new>
 
 #include "backend/cpu/host_allocator.h"
-#include "backend/cpu/parallel.h"
-#include "backend/cpu/thread_count.h"
 #include "core/check.h"
 
 namespace ember::cpu {
@@ -15,16 +13,6 @@ namespace ember::cpu {
 CpuBackend& cpu_backend() {
   static CpuBackend backend;
   return backend;
-}
-
-int num_threads() {
-#ifdef _OPENMP
-  apply_default_thread_count();
-  // Read on every call (a thread-local value, nanoseconds): set_num_threads() changes it.
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
 }
 
 void* CpuBackend::allocate(size_t nbytes, int /*device_index*/) { return host_allocator().allocate(nbytes); }

@@ -88,13 +88,13 @@ class CpuBackend final : public Backend {
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;
+  /// The seed the CPU generator was last seeded with (random at start-up, as in PyTorch).
+  uint64_t initial_seed(int device_index) override;
   std::vector<uint8_t> rng_state(int device_index) override;
   void set_rng_state(int device_index, std::span<const uint8_t> state) override;
 };
 
 /// The process-wide CPU backend.
 CpuBackend& cpu_backend();
-/// The seed the CPU generator was last seeded with (random at start-up, as in PyTorch).
-uint64_t cpu_initial_seed();
 
 }  // namespace ember::cpu

@@ -14,8 +14,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
-#include "backend/cpu/parallel.h"
 #include "backend/cpu/vector_libm.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/elementwise_dispatch.h"
 #include "kernels/elementwise_ops.h"
@@ -98,7 +98,7 @@ void for_each_element(const char* op, const std::array<const TensorView*, N>& vi
     flat_ok = flat_ok && (contiguous[k] || all_zero[k]);
   }
   if (flat_ok) {
-    parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) {
+    base::parallel_for(numel, base::kGrainSize, [&](int64_t begin, int64_t end) {
       int64_t off[N];
       for (size_t k = 0; k < N; ++k) off[k] = begin * flat[k];
       row(static_cast<const int64_t*>(off), static_cast<const int64_t*>(flat), end - begin);
@@ -111,7 +111,7 @@ void for_each_element(const char* op, const std::array<const TensorView*, N>& vi
               "] too many non-mergeable dimensions in shape ", detail::shape_str(out.sizes));
   int64_t inner[N];
   for (size_t k = 0; k < N; ++k) inner[k] = ix.inner_stride(static_cast<int>(k));
-  parallel_for(numel, kGrainSize, [&](int64_t begin, int64_t end) {
+  base::parallel_for(numel, base::kGrainSize, [&](int64_t begin, int64_t end) {
     kernels::for_each_row(ix, begin, end, [&](const int64_t* off, int64_t count) { row(off, inner, count); });
   });
 }

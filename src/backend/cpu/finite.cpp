@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/finite_bits.h"
 
@@ -50,7 +50,7 @@ void CpuBackend::all_finite(std::span<const TensorView> xs, const TensorView& ou
   std::atomic<bool> found{false};
   for (const TensorView& x : xs) {
     // Each chunk is a few hundred kilobytes: reading it costs far more than waking a thread.
-    parallel_for(x.numel(), 4 * kGrainSize, [&](int64_t begin, int64_t end) {
+    base::parallel_for(x.numel(), 4 * base::kGrainSize, [&](int64_t begin, int64_t end) {
       if (!found.load(std::memory_order_relaxed) && any_nonfinite(x, begin, end)) {
         found.store(true, std::memory_order_relaxed);
       }

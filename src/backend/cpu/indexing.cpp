@@ -12,7 +12,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 
@@ -192,7 +192,7 @@ void index_select_typed(const TensorView& x, int64_t dim, const TensorView& inde
       }
     }
   };
-  parallel_for(outer * count, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, inner)), copy_rows);
+  base::parallel_for(outer * count, std::max<int64_t>(1, base::kGrainSize / std::max<int64_t>(1, inner)), copy_rows);
 }
 
 template <typename T>
@@ -215,8 +215,8 @@ void gather_typed(const TensorView& x, int64_t dim, const TensorView& index, con
       for (int64_t i = 0; i < n; ++i) op[i * os_run] = xp[ip[i * is_run] * xs_dim + i * xs_run];
     }
   };
-  parallel_for(s.lanes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.dim_size)),
-               [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, copy_run); });
+  base::parallel_for(s.lanes, std::max<int64_t>(1, base::kGrainSize / std::max<int64_t>(1, s.dim_size)),
+                     [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, copy_run); });
 }
 
 template <typename T>
@@ -242,8 +242,8 @@ void scatter_add_typed(const TensorView& out, int64_t dim, const TensorView& ind
       }
     }
   };
-  parallel_for(s.lanes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.dim_size)),
-               [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, add_run); });
+  base::parallel_for(s.lanes, std::max<int64_t>(1, base::kGrainSize / std::max<int64_t>(1, s.dim_size)),
+                     [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, add_run); });
 }
 
 }  // namespace

@@ -23,7 +23,7 @@
 #include "backend/cpu/defer_signals.h"
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/onednn_matmul.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 
 #if DNNL_CPU_THREADING_RUNTIME != DNNL_RUNTIME_OMP
@@ -240,7 +240,7 @@ template <typename F>
 void for_batch_ranges(const BatchGeometry& g, const F& products) {
   const int64_t macs = g.m * g.n * g.k;
   if (g.batch > 1 && macs < kBatchParallelMacs) {
-    parallel_for(g.batch, std::max<int64_t>(1, kBatchParallelMacs / std::max<int64_t>(macs, 1)), products);
+    base::parallel_for(g.batch, std::max<int64_t>(1, kBatchParallelMacs / std::max<int64_t>(macs, 1)), products);
   } else {
     products(int64_t{0}, g.batch);
   }
@@ -341,17 +341,18 @@ void integer_matmul(const TensorView& a, const TensorView& b, const TensorView& 
   T* out_base = out.ptr<T>();
   const ProductShape shape = g.shape();
   const int64_t row_macs = std::max<int64_t>(g.n * g.k, 1);
-  parallel_for(g.batch * g.m, std::max<int64_t>(1, kBatchParallelMacs / row_macs), [&](int64_t begin, int64_t end) {
-    while (begin < end) {
-      const int64_t i = begin / g.m;
-      const int64_t row_begin = begin % g.m;
-      const int64_t row_end = std::min(g.m, row_begin + (end - begin));
-      direct_product(Slice<T>{a_base + i * g.a_batch_stride, a.strides[1], a.strides[2]},
-                     Slice<T>{b_base + i * b_batch_stride, b_row_stride, b_col_stride},
-                     out_base + i * g.out_batch_stride, shape, row_begin, row_end);
-      begin += row_end - row_begin;
-    }
-  });
+  base::parallel_for(g.batch * g.m, std::max<int64_t>(1, kBatchParallelMacs / row_macs),
+                     [&](int64_t begin, int64_t end) {
+                       while (begin < end) {
+                         const int64_t i = begin / g.m;
+                         const int64_t row_begin = begin % g.m;
+                         const int64_t row_end = std::min(g.m, row_begin + (end - begin));
+                         direct_product(Slice<T>{a_base + i * g.a_batch_stride, a.strides[1], a.strides[2]},
+                                        Slice<T>{b_base + i * b_batch_stride, b_row_stride, b_col_stride},
+                                        out_base + i * g.out_batch_stride, shape, row_begin, row_end);
+                         begin += row_end - row_begin;
+                       }
+                     });
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // element-wise ops with a temporary each. The math is kernels/optim_ops.h's; this file is built
 // with -ffp-contract=off (see CMakeLists.txt) so the result is bit for bit the op-by-op one.
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/optim_ops.h"
 
@@ -176,7 +176,8 @@ void CpuBackend::sgd_step(const TensorView& param, const TensorView& grad, const
     C* p = param.ptr<C>();
     const C* g = grad.ptr<const C>();
     C* b = momentum_buffer.ptr<C>();
-    parallel_for(param.numel(), kOptimGrain, [&](int64_t begin, int64_t end) { sgd_range(step, p, g, b, begin, end); });
+    base::parallel_for(param.numel(), kOptimGrain,
+                       [&](int64_t begin, int64_t end) { sgd_range(step, p, g, b, begin, end); });
   };
   if (param.dtype == kFloat32) {
     run.template operator()<float>();
@@ -196,8 +197,8 @@ void CpuBackend::adam_step(const TensorView& param, const TensorView& grad, cons
     C* m = exp_avg.ptr<C>();
     C* v = exp_avg_sq.ptr<C>();
     C* mx = max_exp_avg_sq.ptr<C>();
-    parallel_for(param.numel(), kOptimGrain,
-                 [&](int64_t begin, int64_t end) { adam_range(step, p, g, m, v, mx, begin, end); });
+    base::parallel_for(param.numel(), kOptimGrain,
+                       [&](int64_t begin, int64_t end) { adam_range(step, p, g, m, v, mx, begin, end); });
   };
   if (param.dtype == kFloat32) {
     run.template operator()<float>();
@@ -215,7 +216,7 @@ void CpuBackend::adadelta_step(const TensorView& param, const TensorView& grad, 
     const C* g = grad.ptr<const C>();
     C* s = square_avg.ptr<C>();
     C* a = acc_delta.ptr<C>();
-    parallel_for(param.numel(), kOptimGrain, [&](int64_t begin, int64_t end) {
+    base::parallel_for(param.numel(), kOptimGrain, [&](int64_t begin, int64_t end) {
       if (step.maximize) {
         adadelta_loop<true>(step, p, g, s, a, begin, end);
       } else {
@@ -241,8 +242,8 @@ void CpuBackend::rmsprop_step(const TensorView& param, const TensorView& grad, c
     C* s = square_avg.ptr<C>();
     C* ga = grad_avg.ptr<C>();
     C* b = momentum_buffer.ptr<C>();
-    parallel_for(param.numel(), kOptimGrain,
-                 [&](int64_t begin, int64_t end) { rmsprop_range(step, p, g, s, ga, b, begin, end); });
+    base::parallel_for(param.numel(), kOptimGrain,
+                       [&](int64_t begin, int64_t end) { rmsprop_range(step, p, g, s, ga, b, begin, end); });
   };
   if (param.dtype == kFloat32) {
     run.template operator()<float>();

@@ -20,7 +20,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 
 namespace ember::cpu {
@@ -39,10 +39,10 @@ Planes planes_of(const TensorView& x, const TensorView& out, const char* op) {
   return {x.sizes[0] * x.sizes[1], x.sizes[2], x.sizes[3], out.sizes[2], out.sizes[3]};
 }
 
-// Planes per parallel chunk: enough that a chunk touches about kGrainSize elements.
+// Planes per parallel chunk: enough that a chunk touches about base::kGrainSize elements.
 int64_t plane_grain(const Planes& p) {
   const int64_t per_plane = std::max<int64_t>(1, p.in_h * p.in_w + p.out_h * p.out_w);
-  return std::max<int64_t>(1, kGrainSize / per_plane);
+  return std::max<int64_t>(1, base::kGrainSize / per_plane);
 }
 
 int64_t adaptive_start(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
@@ -255,7 +255,7 @@ void CpuBackend::pool2d(const TensorView& x, const TensorView& out, const Tensor
     const T* xs = x.ptr<const T>();
     T* ys = out.ptr<T>();
     int64_t* is = with_indices ? indices.ptr<int64_t>() : nullptr;
-    parallel_for(p.count, plane_grain(p), [&](int64_t begin, int64_t end) {
+    base::parallel_for(p.count, plane_grain(p), [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         if (args.kind == PoolKind::Max) {
           max_plane(xs + c * in_plane, ys + c * out_plane, is ? is + c * out_plane : nullptr, args, p);
@@ -293,7 +293,7 @@ void CpuBackend::pool2d_backward(const TensorView& grad_out, const TensorView& i
     const T* gy = grad_out.ptr<const T>();
     T* gx = grad_x.ptr<T>();
     const int64_t* is = args.kind == PoolKind::Max ? indices.ptr<const int64_t>() : nullptr;
-    parallel_for(p.count, plane_grain(p), [&](int64_t begin, int64_t end) {
+    base::parallel_for(p.count, plane_grain(p), [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         if (args.kind == PoolKind::Max) {
           max_plane_backward(gy + c * out_plane, is + c * out_plane, gx + c * in_plane, p);

@@ -214,6 +214,6 @@ void CpuBackend::set_rng_state(int /*device_index*/, std::span<const uint8_t> st
   g.set_state(std::string_view(reinterpret_cast<const char*>(state.data()), state.size()));
 }
 
-uint64_t cpu_initial_seed() { return generator().initial_seed(); }
+uint64_t CpuBackend::initial_seed(int /*device_index*/) { return generator().initial_seed(); }
 
 }  // namespace ember::cpu

@@ -17,7 +17,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
-#include "backend/cpu/parallel.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/reduce_ops.h"
 
@@ -479,7 +479,7 @@ int64_t chunk_count(int64_t tasks, int64_t elements_per_task, int64_t count) {
 }
 
 int64_t grain_for(int64_t elements_per_task) {
-  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, elements_per_task));
+  return std::max<int64_t>(1, base::kGrainSize / std::max<int64_t>(1, elements_per_task));
 }
 
 template <typename T, typename K>
@@ -488,13 +488,13 @@ void run_rows(const T* x, const DimGroup& kept, const DimGroup& reduced, int64_t
   const int64_t outputs = kept.numel();
   const int64_t chunks = chunk_count(outputs, count, count);
   if (chunks == 1) {
-    parallel_for(outputs, grain_for(count), [&](int64_t begin, int64_t end) {
+    base::parallel_for(outputs, grain_for(count), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) k.finish(k.slice(x + offset_of(kept, i), runs, 0, count), i);
     });
     return;
   }
   std::vector<typename K::Partial> parts(outputs * chunks);
-  parallel_for(outputs * chunks, grain_for(count / chunks), [&](int64_t begin, int64_t end) {
+  base::parallel_for(outputs * chunks, grain_for(count / chunks), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       int64_t i = t / chunks, c = t % chunks;
       parts[t] = k.slice(x + offset_of(kept, i), runs, count * c / chunks, count * (c + 1) / chunks);
@@ -528,7 +528,7 @@ void run_columns(const T* x, const DimGroup& kept, int64_t vec_dim, const DimGro
 
   using Partial = typename K::Partial;
   std::vector<Partial> parts(chunks > 1 ? tasks * chunks * kColumnBlock : 0);
-  parallel_for(tasks * chunks, grain_for(block_elements / chunks), [&](int64_t begin, int64_t end) {
+  base::parallel_for(tasks * chunks, grain_for(block_elements / chunks), [&](int64_t begin, int64_t end) {
     Partial local[kColumnBlock];
     for (int64_t t = begin; t < end; ++t) {
       int64_t task = t / chunks, c = t % chunks;
@@ -588,7 +588,7 @@ void copy_values(const TensorView& x, const TensorView& out) {
   const int64_t n = x.numel();
   const T* data = x.ptr<const T>();
   OutWriter<compute_t<T>> write(out);
-  parallel_for(n, kGrainSize, [&](int64_t begin, int64_t end) {
+  base::parallel_for(n, base::kGrainSize, [&](int64_t begin, int64_t end) {
     Walker w(all, begin);
     for (int64_t i = begin; i < end; ++i, w.next()) write(i, static_cast<compute_t<T>>(data[w.offset()]));
   });

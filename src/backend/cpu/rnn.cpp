@@ -8,22 +8,22 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
-#include "backend/cpu/parallel.h"
 #include "backend/cpu/vector_libm.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/rnn_ops.h"
 
 namespace ember::cpu {
 namespace {
 
-/// Rows per thread chunk: a unit costs several transcendentals, so a chunk of kGrainSize / 8
+/// Rows per thread chunk: a unit costs several transcendentals, so a chunk of base::kGrainSize / 8
 /// units is already worth a thread.
-int64_t row_grain(int64_t hidden) { return std::max<int64_t>(1, kGrainSize / (8 * hidden)); }
+int64_t row_grain(int64_t hidden) { return std::max<int64_t>(1, base::kGrainSize / (8 * hidden)); }
 
 template <typename T>
 void lstm_cell_rows(const T* input_gates, const T* hidden_gates, const T* cx, T* hy, T* cy, int64_t batch,
                     int64_t hidden) {
-  parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
+  base::parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const T* __restrict x = input_gates + b * 4 * hidden;
       const T* __restrict h = hidden_gates + b * 4 * hidden;
@@ -45,7 +45,7 @@ void lstm_cell_rows(const T* input_gates, const T* hidden_gates, const T* cx, T*
 template <typename T>
 void lstm_cell_backward_rows(const T* grad_hy, const T* grad_cy, const T* input_gates, const T* hidden_gates,
                              const T* cx, T* grad_gates, T* grad_cx, int64_t batch, int64_t hidden) {
-  parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
+  base::parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const T* __restrict x = input_gates + b * 4 * hidden;
       const T* __restrict h = hidden_gates + b * 4 * hidden;
@@ -71,7 +71,7 @@ void lstm_cell_backward_rows(const T* grad_hy, const T* grad_cy, const T* input_
 
 template <typename T>
 void gru_cell_rows(const T* input_gates, const T* hidden_gates, const T* hx, T* hy, int64_t batch, int64_t hidden) {
-  parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
+  base::parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const T* __restrict x = input_gates + b * 3 * hidden;
       const T* __restrict h = hidden_gates + b * 3 * hidden;
@@ -89,7 +89,7 @@ void gru_cell_rows(const T* input_gates, const T* hidden_gates, const T* hx, T* 
 template <typename T>
 void gru_cell_backward_rows(const T* grad_hy, const T* input_gates, const T* hidden_gates, const T* hx,
                             T* grad_input_gates, T* grad_hidden_gates, T* grad_hx, int64_t batch, int64_t hidden) {
-  parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
+  base::parallel_for(batch, row_grain(hidden), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const T* __restrict x = input_gates + b * 3 * hidden;
       const T* __restrict h = hidden_gates + b * 3 * hidden;

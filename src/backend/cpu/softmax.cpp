@@ -14,8 +14,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/dispatch.h"
-#include "backend/cpu/parallel.h"
 #include "backend/cpu/vector_libm.h"
+#include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/cross_entropy_ops.h"
 #include "kernels/elementwise_ops.h"
@@ -91,7 +91,7 @@ void softmax_block(const T* x, T* y, int64_t rows, int64_t n, bool log, S* t, S*
 template <typename S, typename Block>
 void for_each_row_block(int64_t rows, int64_t n, const Block& block) {
   const int64_t block_rows = std::max<int64_t>(1, kBlockElements / n);
-  parallel_for(rows, std::max<int64_t>(1, kGrainSize / n), [&](int64_t begin, int64_t end) {
+  base::parallel_for(rows, std::max<int64_t>(1, base::kGrainSize / n), [&](int64_t begin, int64_t end) {
     std::vector<S> scratch(std::min(end - begin, block_rows) * n);
     std::vector<S> maxes(std::min(end - begin, block_rows));
     std::vector<S> sums(maxes.size());
@@ -156,7 +156,7 @@ void cross_entropy_backward_rows(const T* grad_loss, const T* x, const int64_t* 
     weight_total = T(0);
     for (int64_t i = 0; i < n; ++i) weight_total += weight[i];
   }
-  parallel_for(rows, std::max<int64_t>(1, kGrainSize / n), [&](int64_t begin, int64_t end) {
+  base::parallel_for(rows, std::max<int64_t>(1, base::kGrainSize / n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t c = target[r];
       const bool ignored = c == ignore_index;

@@ -94,6 +94,7 @@ class CudaBackend final : public Backend {
   void random(const TensorView& out, const RandomArgs& args) override;
   void randperm(const TensorView& out) override;
   void manual_seed(uint64_t seed) override;
+  uint64_t initial_seed(int device_index) override;
   std::vector<uint8_t> rng_state(int device_index) override;
   void set_rng_state(int device_index, std::span<const uint8_t> state) override;
 };

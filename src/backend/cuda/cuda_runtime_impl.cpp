@@ -1,11 +1,10 @@
 // The CUDA backend's side of the seam with libember (src/backend/cuda_runtime.h): what the
-// public ember::cuda API (src/backend/cuda_api.cpp) and the NCCL entry points ask of CUDA, and
-// the entry point through which libember finds it after loading this library.
+// public ember::cuda API (src/backend/cuda_api.cpp) asks of CUDA, and the entry point through
+// which libember finds it after loading this library.
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/caching_allocator.h"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/nccl_transport.h"
 #include "backend/cuda/pinned_allocator.h"
 #include "backend/cuda/runtime.h"
 #include "backend/cuda_runtime.h"
@@ -15,10 +14,6 @@
 namespace ember::cuda_impl {
 
 CudaProbe probe_driver() noexcept;  // cuda_probe.cpp
-
-#if defined(EMBER_HAVE_NCCL)
-namespace nccl = distributed::detail::nccl_transport;  // nccl_transport.cpp
-#endif
 
 namespace {
 
@@ -122,40 +117,6 @@ class Runtime final : public CudaRuntime {
     cudaEventDestroy(marker);
     if (err != cudaSuccess) throw_cuda_error(err, "Stream::wait_stream", "cudaStreamWaitEvent(this, marker)");
   }
-
-#if defined(EMBER_HAVE_NCCL)
-  bool nccl_built() override { return true; }
-  std::string nccl_failure() override { return nccl::failure(); }
-  std::unique_ptr<distributed::Work::State> nccl_all_reduce(const Tensor& tensor, distributed::ReduceOp op,
-                                                            const distributed::detail::Membership& world) override {
-    return nccl::all_reduce(tensor, op, world);
-  }
-  std::unique_ptr<distributed::Work::State> nccl_broadcast(const Tensor& tensor, int root,
-                                                           const distributed::detail::Membership& world) override {
-    return nccl::broadcast(tensor, root, world);
-  }
-  std::unique_ptr<distributed::Work::State> nccl_all_gather(const Tensor& input, const Tensor& output,
-                                                            const distributed::detail::Membership& world) override {
-    return nccl::all_gather(input, output, world);
-  }
-  void nccl_finalize() override { nccl::finalize(); }
-#else
-  bool nccl_built() override { return false; }
-  std::string nccl_failure() override { return {}; }
-  std::unique_ptr<distributed::Work::State> nccl_all_reduce(const Tensor&, distributed::ReduceOp,
-                                                            const distributed::detail::Membership&) override {
-    return nullptr;  // never called: libember asks nccl_built() first
-  }
-  std::unique_ptr<distributed::Work::State> nccl_broadcast(const Tensor&, int,
-                                                           const distributed::detail::Membership&) override {
-    return nullptr;
-  }
-  std::unique_ptr<distributed::Work::State> nccl_all_gather(const Tensor&, const Tensor&,
-                                                            const distributed::detail::Membership&) override {
-    return nullptr;
-  }
-  void nccl_finalize() override {}
-#endif
 };
 
 }  // namespace

@@ -170,6 +170,11 @@ void CudaBackend::randperm(const TensorView& out) {
 
 void CudaBackend::manual_seed(uint64_t seed) { generators().seed_all(seed); }
 
+uint64_t CudaBackend::initial_seed(int device) {
+  check_rng_device(device, "initial_seed");
+  return generators().get(device).seed;
+}
+
 // cuda:`device`'s generator, as torch.cuda.get_rng_state(device) returns it.
 std::vector<uint8_t> CudaBackend::rng_state(int device) {
   check_rng_device(device, "get_rng_state");

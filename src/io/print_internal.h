@@ -1,5 +1,5 @@
 #pragma once
-// The pieces of tensor printing (src/core/print.cpp), exposed for its tests.
+// The pieces of tensor printing (src/io/print.cpp), exposed for its tests.
 #include <string>
 #include <vector>
 

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 
@@ -292,10 +291,10 @@ void manual_seed(uint64_t seed) {
   }
 }
 
-uint64_t initial_seed() { return cpu::cpu_initial_seed(); }
+uint64_t initial_seed() { return backend_for(Device(DeviceType::CPU)).initial_seed(0); }
 
 Tensor get_rng_state() {
-  const std::vector<uint8_t> bytes = cpu::cpu_backend().rng_state(0);
+  const std::vector<uint8_t> bytes = backend_for(Device(DeviceType::CPU)).rng_state(0);
   Tensor state = empty({static_cast<int64_t>(bytes.size())}, kUInt8);
   std::copy(bytes.begin(), bytes.end(), state.data_ptr<uint8_t>());
   return state;
@@ -307,7 +306,7 @@ void set_rng_state(const Tensor& state) {
               "set_rng_state: expected a 1-D uint8 CPU tensor from get_rng_state(), got ",
               scalar_type_name(state.dtype()), " ", detail::shape_str(state.sizes()), " on ", state.device().str());
   const Tensor bytes = state.contiguous();
-  cpu::cpu_backend().set_rng_state(0, {bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())});
+  backend_for(Device(DeviceType::CPU)).set_rng_state(0, {bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())});
 }
 
 }  // namespace ember

@@ -6,11 +6,11 @@
 #include <mutex>
 #include <set>
 
-#include "backend/cpu/parallel.h"
-#include "backend/cpu/thread_count.h"
+#include "base/parallel.h"
+#include "base/thread_count.h"
 #include "ember/ember.h"
 
-namespace ember::cpu {
+namespace ember::base {
 namespace {
 
 TEST(CpuThreads, CgroupV2CpuMaxIsParsed) {
@@ -72,4 +72,4 @@ TEST(CpuThreads, SetNumThreadsAppliesToLaterLoops) {
 }
 
 }  // namespace
-}  // namespace ember::cpu
+}  // namespace ember::base

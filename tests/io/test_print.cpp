@@ -1,5 +1,5 @@
 // Tensor printing must match PyTorch's repr() byte for byte: the golden cases printed by PyTorch
-// 1.13 (tests/core/golden/print_public.jsonl, written by tools/gen_print_golden.py) and the example
+// 1.13 (tests/io/golden/print_public.jsonl, written by tools/gen_print_golden.py) and the example
 // gallery of the spec (section 3.12).
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/print_internal.h"
+#include "io/print_internal.h"
 #include "ember/device.h"
 #include "ember/error.h"
 #include "ember/factories.h"
@@ -22,7 +22,7 @@
 #include "ember/tensor.h"
 
 #ifndef EMBER_SOURCE_DIR
-#error "tests/CMakeLists.txt defines EMBER_SOURCE_DIR: the checkout holding tests/core/golden/"
+#error "tests/CMakeLists.txt defines EMBER_SOURCE_DIR: the checkout holding tests/io/golden/"
 #endif
 
 namespace ember {
@@ -90,7 +90,7 @@ double parse_real(const nlohmann::json& value) {
 }
 
 std::vector<GoldenCase> load_golden_cases() {
-  const std::string path = EMBER_SOURCE_DIR "/tests/core/golden/print_public.jsonl";
+  const std::string path = EMBER_SOURCE_DIR "/tests/io/golden/print_public.jsonl";
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open " + path);
   std::vector<GoldenCase> cases;

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/check.h"
-#include "core/print_internal.h"
+#include "io/print_internal.h"
 #include "ember/tensor.h"
 
 namespace ember {

@@ -11,7 +11,7 @@
 // Communicators, one per device, are made on the first collective on that device: rank 0's NCCL
 // unique id reaches the other ranks through an MPI broadcast of the public API.
 #if defined(EMBER_HAVE_NCCL)
-#include "backend/cuda/nccl_transport.h"
+#include "distributed/nccl/nccl_transport.h"
 
 #include <nccl.h>
 
@@ -30,7 +30,7 @@
 #include "distributed/transport.h"
 #include "ember/factories.h"
 
-// Inside libember_cuda.so, reached through CudaRuntime (src/backend/cuda_runtime.h): libember's
+// Inside libember_cuda.so, reached through NcclRuntime (nccl_runtime.h): libember's
 // distributed/nccl_forward.cpp holds the detail::nccl_* entry points of transport.h.
 namespace ember::distributed::detail::nccl_transport {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The NCCL transport (nccl_transport.cpp): collectives on CUDA tensors. libember reaches these
-// through CudaRuntime (src/backend/cuda_runtime.h); distributed/transport.h documents each one
-// under its detail::nccl_* name.
+// through NcclRuntime (nccl_runtime.h, nccl_runtime_impl.cpp); distributed/transport.h
+// documents each one under its detail::nccl_* name.
 #include <memory>
 #include <string>
 

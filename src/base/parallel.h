@@ -9,7 +9,7 @@
 #include <omp.h>
 #endif
 
-namespace ember::cpu {
+namespace ember::base {
 
 /// Elements below which an element-wise loop stays on one thread.
 inline constexpr int64_t kGrainSize = 32768;
@@ -23,7 +23,7 @@ void parallel_for(int64_t n, int64_t grain, const F& f) {
 #ifdef _OPENMP
   if (n > grain && num_threads() > 1 && !omp_in_parallel()) {
     int64_t chunks = std::min<int64_t>(num_threads(), (n + grain - 1) / grain);
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
       int64_t begin = n * c / chunks;
       int64_t end = n * (c + 1) / chunks;
@@ -36,4 +36,4 @@ void parallel_for(int64_t n, int64_t grain, const F& f) {
   f(int64_t{0}, n);
 }
 
-}  // namespace ember::cpu
+}  // namespace ember::base

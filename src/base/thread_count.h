@@ -1,5 +1,5 @@
 #pragma once
-// How many threads the CPU backend starts with. OpenMP's default is the CPUs of the process's
+// How many threads ember's thread pool (parallel.h) starts with. OpenMP's default is the CPUs of the process's
 // affinity mask; a container's CPU quota (cgroup cpu.max, or cfs_quota_us/cfs_period_us) is not
 // in that mask, and running more threads than the quota allows makes every barrier wait for a
 // thread the kernel has throttled. So when OMP_NUM_THREADS is not set, the quota (rounded up)
@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-namespace ember::cpu {
+namespace ember::base {
 
 /// CPUs allowed by a cgroup v2 `cpu.max` file ("max 100000" or "150000 100000"); nullopt when
 /// unlimited or unreadable.
@@ -29,4 +29,4 @@ std::optional<double> process_cpu_limit();
 /// by ember::get_num_threads()/set_num_threads(), so an explicit setting always wins.
 void apply_default_thread_count();
 
-}  // namespace ember::cpu
+}  // namespace ember::base

@@ -1,4 +1,4 @@
-#include "backend/cpu/thread_count.h"
+#include "base/thread_count.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,11 +8,13 @@
 #include <sstream>
 #include <string>
 
+#include "base/parallel.h"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-namespace ember::cpu {
+namespace ember::base {
 namespace {
 
 std::string_view trim(std::string_view s) {
@@ -112,4 +114,14 @@ void apply_default_thread_count() {
 #endif
 }
 
-}  // namespace ember::cpu
+int num_threads() {
+#ifdef _OPENMP
+  apply_default_thread_count();
+  // Read on every call (a thread-local value, nanoseconds): set_num_threads() changes it.
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+}  // namespace ember::base
