@@ -95,6 +95,39 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
+// Convolution, pooling and normalisation: the ops behind nn::functional's functions of the same
+// names, which call them (include/ember/nn/conv.h, pooling.h, batchnorm.h and functional.h say
+// what each computes). The arguments, their order and defaults are nn::functional's. The
+// padding-string forms of conv1d/conv2d ("valid", "same") are nn::functional's only.
+
+/// As nn::functional::conv2d: input [N, C, H, W] or [C, H, W], weight [out, C / groups, kH, kW].
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = {1},
+              IntList padding = {0}, IntList dilation = {1}, int64_t groups = 1);
+/// As nn::functional::conv1d: input [N, C, L] or [C, L], weight [out, C / groups, k].
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+              int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+/// As nn::functional::max_pool2d; `stride` empty means kernel_size.
+Tensor max_pool2d(const Tensor& input, IntList kernel_size, IntList stride = {}, IntList padding = {0},
+                  IntList dilation = {1}, bool ceil_mode = false);
+/// As nn::functional::max_pool2d_with_indices: also the int64 flat index h*W+w of each maximum.
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntList kernel_size, IntList stride = {},
+                                                   IntList padding = {0}, IntList dilation = {1},
+                                                   bool ceil_mode = false);
+/// As nn::functional::avg_pool2d.
+Tensor avg_pool2d(const Tensor& input, IntList kernel_size, IntList stride = {}, IntList padding = {0},
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+/// As nn::functional::adaptive_avg_pool2d: output_size is [h, w] or one value for both.
+Tensor adaptive_avg_pool2d(const Tensor& input, IntList output_size);
+/// As nn::functional::batch_norm. Note the order: running statistics first, then weight and
+/// bias, as torch.nn.functional.batch_norm (torch.batch_norm takes weight and bias first).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(), bool training = false,
+                  double momentum = 0.1, double eps = 1e-5);
+/// As nn::functional::group_norm: input [N, C, *], weight and bias [C] or undefined.
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+
 /// True when every element of a and b is close: |a - b| <= atol + rtol * |b| (NaNs equal if asked).
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 /// True when a and b have the same sizes and elements.
