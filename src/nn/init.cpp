@@ -1,30 +1,17 @@
-// Initialisers, with PyTorch's formulas (torch/nn/init.py) and its generator draws.
+// Initialisers, with PyTorch's formulas (torch/nn/init.py) and its generator draws (the
+// in-place random fills of src/ops/random.cpp).
 #include "ember/nn/init.h"
 
 #include <cmath>
 
-#include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/autograd.h"
+#include "ops/random.h"
 
 namespace ember::nn::init {
 
 namespace {
-
-// Draws into a fresh contiguous tensor (what the backend fills) and copies it in, so the
-// target may have any layout and keeps its identity.
-Tensor fill_random(const Tensor& tensor, const RandomArgs& args, const char* op) {
-  detail::check_defined(tensor, op);
-  EMBER_CHECK(tensor.is_floating_point(), op, " expects a floating-point tensor, got ",
-              scalar_type_name(tensor.dtype()));
-  NoGradGuard no_grad;
-  Tensor drawn = detail::make_tensor(tensor.sizes(), tensor.dtype(), tensor.device());
-  if (drawn.numel() > 0) backend_for(drawn.device()).random(view_of(drawn), args);
-  Tensor target = tensor;
-  target.copy_(drawn);
-  return tensor;
-}
 
 int64_t chosen_fan(const Tensor& tensor, const std::string& mode) {
   EMBER_CHECK(mode == "fan_in" || mode == "fan_out", "Mode ", mode,
@@ -54,14 +41,9 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
   return {tensor.size(1) * receptive_field, tensor.size(0) * receptive_field};
 }
 
-Tensor uniform_(const Tensor& tensor, double low, double high) {
-  return fill_random(tensor, {Distribution::Uniform, low, high}, "uniform_");
-}
+Tensor uniform_(const Tensor& tensor, double low, double high) { return ember::detail::uniform_(tensor, low, high); }
 
-Tensor normal_(const Tensor& tensor, double mean, double std) {
-  EMBER_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  return fill_random(tensor, {Distribution::Normal, mean, std}, "normal_");
-}
+Tensor normal_(const Tensor& tensor, double mean, double std) { return ember::detail::normal_(tensor, mean, std); }
 
 Tensor constant_(const Tensor& tensor, double value) {
   detail::check_defined(tensor, "constant_");
