@@ -22,6 +22,7 @@
 // Only a test registers it (src/backend/registry.cpp: a registered MPS backend is used without
 // the availability check), and only for the scope of a ScopedHostDevice: other suites still see
 // MPS as unavailable. Every tensor on it must be gone before the scope ends.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +31,8 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "backend/backend.h"
@@ -38,7 +41,8 @@
 #include "ember/error.h"
 #include "kernels/optim_ops.h"
 
-namespace ember_test {
+// In namespace ember, so that entry_points.def's unqualified types name ember's.
+namespace ember::test_support {
 
 class HostDeviceBackend final : public ember::Backend {
  public:
@@ -91,11 +95,7 @@ class HostDeviceBackend final : public ember::Backend {
     cpu().deallocate(ptr, nbytes, 0);
   }
 
-  // ---- copies: host <-> "device" are plain memcpy ----
-  void copy(const ember::TensorView& dst, const ember::TensorView& src) override {
-    on_device("copy", {{"dst", &dst}, {"src", &src}});
-    cpu().copy(dst, src);
-  }
+  // ---- copies between host and "device" are plain memcpy ----
   void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index,
                       bool /*non_blocking*/) override {
     check_index(device_index, "copy_from_host");
@@ -117,239 +117,20 @@ class HostDeviceBackend final : public ember::Backend {
     count(&Counts::copy_between_devices);
     if (nbytes != 0) std::memmove(dst, src, nbytes);
   }
-  void fill(const ember::TensorView& out, const ember::Scalar& value) override {
-    on_device("fill", {{"out", &out}});
-    cpu().fill(out, value);
-  }
 
-  // ---- element-wise ----
-  void unary(ember::UnaryOp op, const ember::TensorView& x, const ember::TensorView& out) override {
-    on_device(ember::op_name(op), {{"x", &x}, {"out", &out}});
-    cpu().unary(op, x, out);
+  // ---- every op family's kernel (backend/entry_points.def): the CPU's, once every view it is
+  // handed has been checked to lie in this device's memory ----
+#define EMBER_UNPAREN(...) __VA_ARGS__
+#define EMBER_BACKEND_ENTRY(family, name, params, args)         \
+  void name params override {                                   \
+    check_arguments(#family, #name, #args, EMBER_UNPAREN args); \
+    cpu().name args;                                            \
   }
-  void binary(ember::BinaryOp op, const ember::TensorView& a, const ember::TensorView& b,
-              const ember::TensorView& out) override {
-    on_device(ember::op_name(op), {{"a", &a}, {"b", &b}, {"out", &out}});
-    cpu().binary(op, a, b, out);
-  }
-  void add_scaled(const ember::TensorView& a, const ember::TensorView& b, const ember::Scalar& alpha,
-                  const ember::TensorView& out) override {
-    on_device("add_scaled", {{"a", &a}, {"b", &b}, {"out", &out}});
-    cpu().add_scaled(a, b, alpha, out);
-  }
-  void where(const ember::TensorView& cond, const ember::TensorView& a, const ember::TensorView& b,
-             const ember::TensorView& out) override {
-    on_device("where", {{"cond", &cond}, {"a", &a}, {"b", &b}, {"out", &out}});
-    cpu().where(cond, a, b, out);
-  }
-  void clamp(const ember::TensorView& x, const ember::Scalar& lo, const ember::Scalar& hi, bool has_lo, bool has_hi,
-             const ember::TensorView& out) override {
-    on_device("clamp", {{"x", &x}, {"out", &out}});
-    cpu().clamp(x, lo, hi, has_lo, has_hi, out);
-  }
+#include "backend/entry_points.def"
+#undef EMBER_BACKEND_ENTRY
+#undef EMBER_UNPAREN
 
-  // ---- reductions, products, softmax ----
-  void reduce(ember::ReduceOp op, const ember::TensorView& x, int64_t reduced_dims, const ember::TensorView& out,
-              const ember::TensorView& indices, int64_t correction) override {
-    on_device(ember::op_name(op), {{"x", &x}, {"out", &out}, {"indices", &indices}});
-    cpu().reduce(op, x, reduced_dims, out, indices, correction);
-  }
-  void matmul(const ember::TensorView& a, const ember::TensorView& b, const ember::TensorView& out) override {
-    on_device("matmul", {{"a", &a}, {"b", &b}, {"out", &out}});
-    cpu().matmul(a, b, out);
-  }
-  void softmax(const ember::TensorView& x, const ember::TensorView& out, bool log) override {
-    on_device(log ? "log_softmax" : "softmax", {{"x", &x}, {"out", &out}});
-    cpu().softmax(x, out, log);
-  }
-
-  // ---- convolution and pooling ----
-  void conv2d(const ember::TensorView& x, const ember::TensorView& weight, const ember::TensorView& bias,
-              const ember::TensorView& out, const ember::Conv2dArgs& args) override {
-    on_device("conv2d", {{"x", &x}, {"weight", &weight}, {"bias", &bias}, {"out", &out}});
-    cpu().conv2d(x, weight, bias, out, args);
-  }
-  void conv2d_backward(const ember::TensorView& grad_out, const ember::TensorView& x, const ember::TensorView& weight,
-                       const ember::Conv2dArgs& args, const ember::TensorView& grad_x,
-                       const ember::TensorView& grad_weight, const ember::TensorView& grad_bias) override {
-    on_device("conv2d_backward", {{"grad_out", &grad_out},
-                                  {"x", &x},
-                                  {"weight", &weight},
-                                  {"grad_x", &grad_x},
-                                  {"grad_weight", &grad_weight},
-                                  {"grad_bias", &grad_bias}});
-    cpu().conv2d_backward(grad_out, x, weight, args, grad_x, grad_weight, grad_bias);
-  }
-  void pool2d(const ember::TensorView& x, const ember::TensorView& out, const ember::TensorView& indices,
-              const ember::Pool2dArgs& args) override {
-    on_device(ember::pool2d_name(args.kind, false), {{"x", &x}, {"out", &out}, {"indices", &indices}});
-    cpu().pool2d(x, out, indices, args);
-  }
-  void pool2d_backward(const ember::TensorView& grad_out, const ember::TensorView& indices,
-                       const ember::TensorView& grad_x, const ember::Pool2dArgs& args) override {
-    on_device(ember::pool2d_name(args.kind, true),
-              {{"grad_out", &grad_out}, {"indices", &indices}, {"grad_x", &grad_x}});
-    cpu().pool2d_backward(grad_out, indices, grad_x, args);
-  }
-
-  // ---- indexing ----
-  void index_select(const ember::TensorView& x, int64_t dim, const ember::TensorView& index,
-                    const ember::TensorView& out) override {
-    on_device("index_select", {{"x", &x}, {"index", &index}, {"out", &out}});
-    cpu().index_select(x, dim, index, out);
-  }
-  void gather(const ember::TensorView& x, int64_t dim, const ember::TensorView& index,
-              const ember::TensorView& out) override {
-    on_device("gather", {{"x", &x}, {"index", &index}, {"out", &out}});
-    cpu().gather(x, dim, index, out);
-  }
-  void scatter_add(const ember::TensorView& out, int64_t dim, const ember::TensorView& index,
-                   const ember::TensorView& src) override {
-    on_device("scatter_add", {{"out", &out}, {"index", &index}, {"src", &src}});
-    cpu().scatter_add(out, dim, index, src);
-  }
-
-  // ---- fused cross-entropy ----
-  void cross_entropy(const ember::TensorView& logits, const ember::TensorView& target, const ember::TensorView& weight,
-                     int64_t ignore_index, double label_smoothing, const ember::TensorView& loss,
-                     const ember::TensorView& row_weight, const ember::TensorView& stats) override {
-    on_device("cross_entropy", {{"logits", &logits},
-                                {"target", &target},
-                                {"weight", &weight},
-                                {"loss", &loss},
-                                {"row_weight", &row_weight},
-                                {"stats", &stats}});
-    cpu().cross_entropy(logits, target, weight, ignore_index, label_smoothing, loss, row_weight, stats);
-  }
-  void cross_entropy_backward(const ember::TensorView& grad_loss, const ember::TensorView& logits,
-                              const ember::TensorView& target, const ember::TensorView& weight, int64_t ignore_index,
-                              double label_smoothing, const ember::TensorView& stats,
-                              const ember::TensorView& grad_logits) override {
-    on_device("cross_entropy_backward", {{"grad_loss", &grad_loss},
-                                         {"logits", &logits},
-                                         {"target", &target},
-                                         {"weight", &weight},
-                                         {"stats", &stats},
-                                         {"grad_logits", &grad_logits}});
-    cpu().cross_entropy_backward(grad_loss, logits, target, weight, ignore_index, label_smoothing, stats, grad_logits);
-  }
-
-  // ---- the fused recurrent cells ----
-  void lstm_cell(const ember::TensorView& input_gates, const ember::TensorView& hidden_gates,
-                 const ember::TensorView& cx, const ember::TensorView& out) override {
-    on_device("lstm_cell",
-              {{"input_gates", &input_gates}, {"hidden_gates", &hidden_gates}, {"cx", &cx}, {"out", &out}});
-    cpu().lstm_cell(input_gates, hidden_gates, cx, out);
-  }
-  void lstm_cell_backward(const ember::TensorView& grad_out, const ember::TensorView& input_gates,
-                          const ember::TensorView& hidden_gates, const ember::TensorView& cx,
-                          const ember::TensorView& grad_gates, const ember::TensorView& grad_cx) override {
-    on_device("lstm_cell_backward", {{"grad_out", &grad_out},
-                                     {"input_gates", &input_gates},
-                                     {"hidden_gates", &hidden_gates},
-                                     {"cx", &cx},
-                                     {"grad_gates", &grad_gates},
-                                     {"grad_cx", &grad_cx}});
-    cpu().lstm_cell_backward(grad_out, input_gates, hidden_gates, cx, grad_gates, grad_cx);
-  }
-
-  void gru_cell(const ember::TensorView& input_gates, const ember::TensorView& hidden_gates,
-                const ember::TensorView& hx, const ember::TensorView& out) override {
-    on_device("gru_cell", {{"input_gates", &input_gates}, {"hidden_gates", &hidden_gates}, {"hx", &hx}, {"out", &out}});
-    cpu().gru_cell(input_gates, hidden_gates, hx, out);
-  }
-  void gru_cell_backward(const ember::TensorView& grad_out, const ember::TensorView& input_gates,
-                         const ember::TensorView& hidden_gates, const ember::TensorView& hx,
-                         const ember::TensorView& grad_input_gates, const ember::TensorView& grad_hidden_gates,
-                         const ember::TensorView& grad_hx) override {
-    on_device("gru_cell_backward", {{"grad_out", &grad_out},
-                                    {"input_gates", &input_gates},
-                                    {"hidden_gates", &hidden_gates},
-                                    {"hx", &hx},
-                                    {"grad_input_gates", &grad_input_gates},
-                                    {"grad_hidden_gates", &grad_hidden_gates},
-                                    {"grad_hx", &grad_hx}});
-    cpu().gru_cell_backward(grad_out, input_gates, hidden_gates, hx, grad_input_gates, grad_hidden_gates, grad_hx);
-  }
-
-  void all_finite(std::span<const ember::TensorView> xs, const ember::TensorView& out) override {
-    for (const ember::TensorView& x : xs) on_device("all_finite", {{"xs[i]", &x}});
-    on_device("all_finite", {{"out", &out}});
-    cpu().all_finite(xs, out);
-  }
-
-  // ---- fused optimizer updates ----
-  void sgd_step(const ember::TensorView& param, const ember::TensorView& grad, const ember::TensorView& momentum_buffer,
-                const ember::kernels::SgdStep& step, const ember::TensorView& skip) override {
-    on_device("sgd_step", {{"param", &param}, {"grad", &grad}, {"momentum_buffer", &momentum_buffer}, {"skip", &skip}});
-    count(&Counts::single_tensor_updates);
-    cpu().sgd_step(param, grad, momentum_buffer, step, skip);
-  }
-  void adam_step(const ember::TensorView& param, const ember::TensorView& grad, const ember::TensorView& exp_avg,
-                 const ember::TensorView& exp_avg_sq, const ember::TensorView& max_exp_avg_sq,
-                 const ember::kernels::AdamStep& step, const ember::TensorView& skip) override {
-    on_device("adam_step", {{"param", &param},
-                            {"grad", &grad},
-                            {"exp_avg", &exp_avg},
-                            {"exp_avg_sq", &exp_avg_sq},
-                            {"max_exp_avg_sq", &max_exp_avg_sq},
-                            {"skip", &skip}});
-    count(&Counts::single_tensor_updates);
-    cpu().adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, skip);
-  }
-  void adadelta_step(const ember::TensorView& param, const ember::TensorView& grad, const ember::TensorView& square_avg,
-                     const ember::TensorView& acc_delta, const ember::kernels::AdadeltaStep& step,
-                     const ember::TensorView& skip) override {
-    on_device(
-        "adadelta_step",
-        {{"param", &param}, {"grad", &grad}, {"square_avg", &square_avg}, {"acc_delta", &acc_delta}, {"skip", &skip}});
-    count(&Counts::single_tensor_updates);
-    cpu().adadelta_step(param, grad, square_avg, acc_delta, step, skip);
-  }
-  void rmsprop_step(const ember::TensorView& param, const ember::TensorView& grad, const ember::TensorView& square_avg,
-                    const ember::TensorView& grad_avg, const ember::TensorView& momentum_buffer,
-                    const ember::kernels::RmspropStep& step, const ember::TensorView& skip) override {
-    on_device("rmsprop_step", {{"param", &param},
-                               {"grad", &grad},
-                               {"square_avg", &square_avg},
-                               {"grad_avg", &grad_avg},
-                               {"momentum_buffer", &momentum_buffer},
-                               {"skip", &skip}});
-    count(&Counts::single_tensor_updates);
-    cpu().rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, skip);
-  }
-  void multi_tensor_sgd_step(std::span<const ember::OptimTensors> tensors,
-                             std::span<const ember::kernels::SgdStep> steps, const ember::TensorView& skip) override {
-    on_device_all("multi_tensor_sgd_step", tensors, skip);
-    cpu().multi_tensor_sgd_step(tensors, steps, skip);
-  }
-  void multi_tensor_adam_step(std::span<const ember::OptimTensors> tensors,
-                              std::span<const ember::kernels::AdamStep> steps, const ember::TensorView& skip) override {
-    on_device_all("multi_tensor_adam_step", tensors, skip);
-    cpu().multi_tensor_adam_step(tensors, steps, skip);
-  }
-  void multi_tensor_adadelta_step(std::span<const ember::OptimTensors> tensors,
-                                  std::span<const ember::kernels::AdadeltaStep> steps,
-                                  const ember::TensorView& skip) override {
-    on_device_all("multi_tensor_adadelta_step", tensors, skip);
-    cpu().multi_tensor_adadelta_step(tensors, steps, skip);
-  }
-  void multi_tensor_rmsprop_step(std::span<const ember::OptimTensors> tensors,
-                                 std::span<const ember::kernels::RmspropStep> steps,
-                                 const ember::TensorView& skip) override {
-    on_device_all("multi_tensor_rmsprop_step", tensors, skip);
-    cpu().multi_tensor_rmsprop_step(tensors, steps, skip);
-  }
-
-  // ---- random numbers: the CPU's generator (a test of placement compares shapes, not draws) ----
-  void random(const ember::TensorView& out, const ember::RandomArgs& args) override {
-    on_device("random", {{"out", &out}});
-    cpu().random(out, args);
-  }
-  void randperm(const ember::TensorView& out) override {
-    on_device("randperm", {{"out", &out}});
-    cpu().randperm(out);
-  }
+  // ---- the generator's seed and state: the CPU's (a test of placement compares shapes, not draws) ----
   void manual_seed(uint64_t seed) override { cpu().manual_seed(seed); }
   uint64_t initial_seed(int /*device_index*/) override { return cpu().initial_seed(0); }
   std::vector<uint8_t> rng_state(int device_index) override {
@@ -381,18 +162,64 @@ class HostDeviceBackend final : public ember::Backend {
     ++(counts_.*counter);
   }
 
-  /// on_device for every view of a multi-tensor update (which counts as one call).
-  void on_device_all(const char* op, std::span<const ember::OptimTensors> tensors, const ember::TensorView& skip) {
-    for (const ember::OptimTensors& t : tensors) {
-      on_device(op, {{"param", &t.param},
-                     {"grad", &t.grad},
-                     {"state[0]", &t.state[0]},
-                     {"state[1]", &t.state[1]},
-                     {"state[2]", &t.state[2]}});
+  /// Checks an entry point's arguments before the CPU's kernel runs: every view among them (a
+  /// TensorView, each view of a span of them, each view of a multi-tensor update's OptimTensors)
+  /// must lie in this device's memory. `names` is the argument list as entry_points.def writes
+  /// it, "(op, x, out)", for the message. An optimizer update is counted, single or multi-tensor.
+  template <typename... Args>
+  void check_arguments(std::string_view family, std::string_view entry, std::string_view names, const Args&... args) {
+    const std::string op = label(entry, args...);
+    size_t index = 0;
+    (check_argument(op, argument_name(names, index++), args), ...);
+    if (family == "optim") {
+      count(entry.starts_with("multi_tensor_") ? &Counts::multi_tensor_updates : &Counts::single_tensor_updates);
     }
-    on_device(op, {{"skip", &skip}});
-    count(&Counts::multi_tensor_updates);
   }
+  /// What a failure names: the op of an element-wise or reduction entry point ("relu", not
+  /// "unary"), the entry point otherwise.
+  template <typename First, typename... Rest>
+  static std::string label(std::string_view entry, const First& first, const Rest&...) {
+    if constexpr (std::is_same_v<First, ember::UnaryOp> || std::is_same_v<First, ember::BinaryOp> ||
+                  std::is_same_v<First, ember::ReduceOp>) {
+      return ember::op_name(first);
+    } else {
+      return std::string(entry);
+    }
+  }
+  /// The index-th name of "(a, b, c)".
+  static std::string argument_name(std::string_view names, size_t index) {
+    names = names.substr(1, names.size() - 2);
+    for (size_t i = 0; i < index; ++i) names = names.substr(std::min(names.size(), names.find(',') + 1));
+    names = names.substr(names.find_first_not_of(' ') == std::string_view::npos ? names.size()
+                                                                                : names.find_first_not_of(' '));
+    return std::string(names.substr(0, names.find(',')));
+  }
+  void check_argument(const std::string& op, const std::string& name, const ember::TensorView& view) const {
+    on_device(op.c_str(), {{name.c_str(), &view}});
+  }
+  void check_argument(const std::string& op, const std::string& name, std::span<const ember::TensorView> views) const {
+    for (size_t i = 0; i < views.size(); ++i) {
+      const std::string element = name + "[" + std::to_string(i) + "]";
+      on_device(op.c_str(), {{element.c_str(), &views[i]}});
+    }
+  }
+  void check_argument(const std::string& op, const std::string& name,
+                      std::span<const ember::OptimTensors> tensors) const {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const ember::OptimTensors& t = tensors[i];
+      const std::string at = name + "[" + std::to_string(i) + "].";
+      const std::string param = at + "param", grad = at + "grad", s0 = at + "state[0]", s1 = at + "state[1]",
+                        s2 = at + "state[2]";
+      on_device(op.c_str(), {{param.c_str(), &t.param},
+                             {grad.c_str(), &t.grad},
+                             {s0.c_str(), &t.state[0]},
+                             {s1.c_str(), &t.state[1]},
+                             {s2.c_str(), &t.state[2]}});
+    }
+  }
+  /// Arguments that are not views (an op, sizes, a Scalar, the update's hyper-parameters).
+  template <typename T>
+  void check_argument(const std::string&, const std::string&, const T&) const {}
 
   /// Throws unless every view with data lies inside memory this backend allocated.
   void on_device(const char* op, std::initializer_list<Arg> args) const {
@@ -449,6 +276,12 @@ class HostDeviceBackend final : public ember::Backend {
   std::map<uintptr_t, Block> live_;  // allocation start -> size and device, of every live allocation
   Counts counts_;
 };
+
+}  // namespace ember::test_support
+
+namespace ember_test {
+
+using ember::test_support::HostDeviceBackend;
 
 /// The process-wide instance that ScopedHostDevice registers.
 inline HostDeviceBackend& host_device_backend() {
