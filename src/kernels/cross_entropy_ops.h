@@ -1,6 +1,6 @@
 #pragma once
 // The fused cross-entropy's label smoothing, written once for the CPU loops
-// (src/backend/cpu/softmax.cpp) and the CUDA kernels (src/backend/cuda/cross_entropy.cu).
+// (src/backend/cpu/cross_entropy.cpp) and the CUDA kernels (src/backend/cuda/cross_entropy.cu).
 //
 // PyTorch's cross_entropy with label smoothing ε over C classes is
 //   (1 - ε) * nll_loss(log_softmax(x), t, w) + (ε / C) * reduce(-(log_softmax(x) * w).sum(1))

@@ -1,11 +1,14 @@
 #pragma once
-// The CPU backend. Its methods are implemented one op family per file in this folder:
-//   cpu_backend.cpp  memory, host copies         copy.cpp         copy (any strides/dtypes), fill
-//   elementwise.cpp  unary, binary, where, clamp
-//   reduce.cpp       reductions                   softmax.cpp      softmax, log_softmax, cross_entropy
-//   matmul.cpp       matrix products (BLAS)       indexing.cpp     index_select, gather, scatter_add
-//   conv.cpp         2-D convolution              pool.cpp         2-D max/average pooling
-//   random.cpp       the default generator        optim.cpp        fused optimizer updates
+// The CPU backend. Its kernels are implemented one op family per file in this folder, named as
+// in entry_points.def and as the CUDA backend's files (tools/check-backend-files.py):
+//   cpu_backend.cpp  memory, host copies         copy.cpp           copy (any strides/dtypes), fill
+//   unary.cpp        unary ops, clamp            binary.cpp         binary ops, add_scaled, where
+//                    (both loop with elementwise_loop.h)
+//   reduce.cpp       reductions                  softmax.cpp        softmax, log_softmax
+//   cross_entropy.cpp  log_softmax + nll_loss fused (row statistics shared: softmax_rows.h)
+//   matmul.cpp       matrix products (BLAS)      indexing.cpp       index_select, gather, scatter_add
+//   conv.cpp         2-D convolution             pool.cpp           2-D max/average pooling
+//   random.cpp       the default generator       optim.cpp          fused optimizer updates
 //   finite.cpp       all_finite (the trainer's per-step check)
 //   rnn.cpp          the LSTM and GRU cells' updates, forward and backward
 #include "backend/backend.h"

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/elementwise.cuh"
+#include "backend/op_visit.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/elementwise_dispatch.h"
 #include "kernels/elementwise_ops.h"
@@ -37,14 +38,7 @@ void run_binary(const char* op, const TensorView& a, const TensorView& b, const 
 }  // namespace
 
 void CudaBackend::binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out) {
-  switch (op) {
-#define EMBER_CASE(Name, str) \
-  case BinaryOp::Name:        \
-    return run_binary<kernels::Name>(str, a, b, out);
-    EMBER_BINARY_OPS(EMBER_CASE)
-#undef EMBER_CASE
-  }
-  detail::fail("[binary] unknown op ", static_cast<int>(op));
+  visit_op(op, [&]<typename Op>(const char* name) { run_binary<Op>(name, a, b, out); });
 }
 
 void CudaBackend::add_scaled(const TensorView& a, const TensorView& b, const Scalar& alpha, const TensorView& out) {

@@ -1,5 +1,5 @@
 // CudaBackend::cross_entropy and its backward pass: log_softmax and nll_loss fused, with the CPU
-// backend's semantics (src/backend/cpu/softmax.cpp), in one kernel each way instead of the
+// backend's semantics (src/backend/cpu/cross_entropy.cpp), in one kernel each way instead of the
 // dozen small ones (log_softmax, masks for ignore_index, gather, weights, where) the op-by-op
 // loss costs on every training step.
 //

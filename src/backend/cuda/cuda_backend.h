@@ -1,6 +1,6 @@
 #pragma once
-// The CUDA backend. Its methods are implemented one op family per file in this folder, like the
-// CPU backend's:
+// The CUDA backend. Its kernels are implemented one op family per file in this folder, named as
+// in entry_points.def and as the CPU backend's files (tools/check-backend-files.py):
 //   cuda_backend.cpp  memory, host and peer copies         copy.cu        copy, fill
 //   unary.cu          unary ops, clamp                     binary.cu      binary ops, add_scaled, where
 //   reduce.cu         reductions (CUB block reductions)    softmax.cu     softmax, log_softmax

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/elementwise.cuh"
+#include "backend/op_visit.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/elementwise_ops.h"
 #include "kernels/scalar_as.h"
@@ -36,14 +37,7 @@ void run_unary(const char* op, const TensorView& x, const TensorView& out) {
 }  // namespace
 
 void CudaBackend::unary(UnaryOp op, const TensorView& x, const TensorView& out) {
-  switch (op) {
-#define EMBER_CASE(Name, str) \
-  case UnaryOp::Name:         \
-    return run_unary<kernels::Name>(str, x, out);
-    EMBER_UNARY_OPS(EMBER_CASE)
-#undef EMBER_CASE
-  }
-  detail::fail("[unary] unknown op ", static_cast<int>(op));
+  visit_op(op, [&]<typename Op>(const char* name) { run_unary<Op>(name, x, out); });
 }
 
 void CudaBackend::clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, bool has_lo, bool has_hi,

@@ -1,43 +1,44 @@
-// CPU element-wise kernels: unary, binary, add_scaled, where, clamp.
+#pragma once
+// The loops every CPU element-wise kernel runs (unary.cpp, binary.cpp), as CUDA's unary.cu and
+// binary.cu share elementwise.cuh.
 //
-// The math lives in kernels/elementwise_ops.h (shared with CUDA); this file only loops. Every
+// The math lives in kernels/elementwise_ops.h (shared with CUDA); these files only loop. Every
 // op goes through for_each_element: when the output is contiguous and each input is either
 // contiguous or a broadcast scalar (all strides 0), the whole range is one run with strides
 // 1/0; otherwise the shape is simplified by kernels::StridedIndexer and walked row by row.
 // The row functions specialise the common stride patterns into plain indexed loops that the
-// compiler vectorises (Half/BFloat16 included: kernels::convert is branch-free). Nothing on
-// this path allocates, so a tiny op costs tens of nanoseconds.
+// compiler vectorises (Half/BFloat16 included: kernels::convert is branch-free; vector_libm.h
+// lets GCC call glibc's vector exp, log, ...). Nothing on this path allocates, so a tiny op
+// costs tens of nanoseconds.
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <type_traits>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend.h"
 #include "backend/cpu/dispatch.h"
 #include "backend/cpu/vector_libm.h"
 #include "base/parallel.h"
 #include "core/check.h"
-#include "kernels/elementwise_dispatch.h"
 #include "kernels/elementwise_ops.h"
 #include "kernels/indexer.h"
-#include "kernels/scalar_as.h"
 
-namespace ember::cpu {
-namespace {
+namespace ember::cpu::elementwise {
 
 using kernels::convert;
 
 // Failures are out of line, so that the checks on the hot path stay a compare and a branch.
-[[noreturn, gnu::cold, gnu::noinline]] void fail_shape(const char* op, const TensorView& in, const TensorView& out) {
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail_shape(const char* op, const TensorView& in,
+                                                              const TensorView& out) {
   detail::fail("[", op, "] operand of shape ", detail::shape_str(in.sizes), " was not broadcast to the output shape ",
                detail::shape_str(out.sizes));
 }
 
-[[noreturn, gnu::cold, gnu::noinline]] void fail_dtype(const char* op, const char* what, Dtype actual, Dtype expected) {
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail_dtype(const char* op, const char* what, Dtype actual,
+                                                              Dtype expected) {
   detail::fail("[", op, "] ", what, " has dtype ", dtype_name(actual), ", expected ", dtype_name(expected));
 }
 
-[[noreturn, gnu::cold, gnu::noinline]] void fail_not_implemented(const char* op, Dtype dtype) {
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail_not_implemented(const char* op, Dtype dtype) {
   detail::fail("\"", op, "\" not implemented for '", scalar_type_name(dtype), "'");
 }
 
@@ -176,118 +177,4 @@ void binary_loop(const char* op, const TensorView& a, const TensorView& b, const
 template <typename Op, typename T, typename... Args>
 using output_t = std::conditional_t<std::is_same_v<std::invoke_result_t<Op, Args...>, bool>, bool, T>;
 
-template <typename Op>
-void run_unary(const char* op, const TensorView& x, const TensorView& out) {
-  dispatch_all(x.dtype, op, [&]<typename T>() {
-    if constexpr (!kernels::accepts_v<Op, T>) {
-      fail_not_implemented(op, x.dtype);
-    } else {
-      using C = compute_t<T>;
-      using O = output_t<Op, T, C>;
-      check_dtype(out.dtype, dtype_v<O>, op, "output");
-      unary_loop<T, C, O>(op, x, out, Op{});
-    }
-  });
-}
-
-template <typename Op>
-void run_binary(const char* op, const TensorView& a, const TensorView& b, const TensorView& out) {
-  check_dtype(b.dtype, a.dtype, op, "second input");
-  dispatch_all(a.dtype, op, [&]<typename T>() {
-    if constexpr (!kernels::accepts_v<Op, T>) {
-      fail_not_implemented(op, a.dtype);
-    } else {
-      using C = compute_t<T>;
-      using O = output_t<Op, T, C, C>;
-      check_dtype(out.dtype, dtype_v<O>, op, "output");
-      binary_loop<T, C, O>(op, a, b, out, Op{});
-    }
-  });
-}
-
-/// where() moves whole elements, so it only needs an unsigned type of the element's width; the
-/// per-element choice is kernels::Where, as on CUDA.
-template <typename U>
-void where_loop(const TensorView& cond, const TensorView& a, const TensorView& b, const TensorView& out) {
-  const auto* cp = cond.ptr<const uint8_t>();  // bool elements are stored as 0 / 1 bytes
-  const U* ap = a.ptr<const U>();
-  const U* bp = b.ptr<const U>();
-  U* op = out.ptr<U>();
-  constexpr kernels::Where where{};
-  for_each_element<4>("where", {&out, &cond, &a, &b}, [=](const int64_t* off, const int64_t* st, int64_t n) {
-    U* o = op + off[0];
-    const uint8_t* c = cp + off[1];
-    const U* x = ap + off[2];
-    const U* y = bp + off[3];
-    if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
-      for (int64_t i = 0; i < n; ++i) o[i] = where(c[i], x[i], y[i]);
-    } else if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 0) {
-      const U yv = y[0];
-      for (int64_t i = 0; i < n; ++i) o[i] = where(c[i], x[i], yv);
-    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0 && st[3] == 1) {
-      const U xv = x[0];
-      for (int64_t i = 0; i < n; ++i) o[i] = where(c[i], xv, y[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) o[i * st[0]] = where(c[i * st[1]], x[i * st[2]], y[i * st[3]]);
-    }
-  });
-}
-
-}  // namespace
-
-void CpuBackend::unary(UnaryOp op, const TensorView& x, const TensorView& out) {
-  switch (op) {
-#define EMBER_CASE(Name, str) \
-  case UnaryOp::Name:         \
-    return run_unary<kernels::Name>(str, x, out);
-    EMBER_UNARY_OPS(EMBER_CASE)
-#undef EMBER_CASE
-  }
-  detail::fail("[unary] unknown op ", static_cast<int>(op));
-}
-
-void CpuBackend::binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out) {
-  switch (op) {
-#define EMBER_CASE(Name, str) \
-  case BinaryOp::Name:        \
-    return run_binary<kernels::Name>(str, a, b, out);
-    EMBER_BINARY_OPS(EMBER_CASE)
-#undef EMBER_CASE
-  }
-  detail::fail("[binary] unknown op ", static_cast<int>(op));
-}
-
-void CpuBackend::add_scaled(const TensorView& a, const TensorView& b, const Scalar& alpha, const TensorView& out) {
-  kernels::check_add_scaled_dtypes(a.dtype, b.dtype, out.dtype);
-  dispatch_all(out.dtype, "add", [&]<typename T>() {
-    using C = compute_t<T>;
-    binary_loop<T, C, T>("add", a, b, out, kernels::AddScaled<C>{alpha.to<C>()});
-  });
-}
-
-void CpuBackend::where(const TensorView& cond, const TensorView& a, const TensorView& b, const TensorView& out) {
-  kernels::check_where_dtypes(cond.dtype, a.dtype, b.dtype, out.dtype);
-  kernels::dispatch_bits(out.dtype, "where", [&]<typename U>() { where_loop<U>(cond, a, b, out); });
-}
-
-void CpuBackend::clamp(const TensorView& x, const Scalar& lo, const Scalar& hi, bool has_lo, bool has_hi,
-                       const TensorView& out) {
-  check_dtype(out.dtype, x.dtype, "clamp", "output");
-  dispatch_all(x.dtype, "clamp", [&]<typename T>() {
-    if constexpr (!kernels::accepts_v<kernels::Clamp<T>, T>) {
-      fail_not_implemented("clamp", x.dtype);
-    } else {
-      using C = compute_t<T>;
-      const kernels::Clamp<C> bounds = kernels::clamp_bounds<T>(lo, hi, has_lo, has_hi);
-      if (kmath::isnan(bounds.lo) || kmath::isnan(bounds.hi)) {
-        // A NaN bound in use makes every element NaN (torch.clamp's documented behaviour).
-        check_shape("clamp", x, out);
-        fill(out, Scalar(std::numeric_limits<double>::quiet_NaN()));
-        return;
-      }
-      unary_loop<T, C, T>("clamp", x, out, bounds);
-    }
-  });
-}
-
-}  // namespace ember::cpu
+}  // namespace ember::cpu::elementwise
