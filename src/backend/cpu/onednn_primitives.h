@@ -1,5 +1,5 @@
 #pragma once
-// What the CPU backend's oneDNN primitives share (convolution in conv.cpp, the transposed-operand
+// What the CPU backend's oneDNN primitives share (convolution in conv_onednn.cpp, the transposed-operand
 // matmul in onednn_matmul.cpp): one engine, a scratchpad supplied by the caller, per-thread
 // staging memory, and a bounded cache of primitives by geometry.
 #include <cstddef>
@@ -20,7 +20,7 @@ dnnl::primitive_attr user_scratchpad();
 
 /// Memory of at least `bytes`, per thread and slot, kept between calls: fresh buffers would cost
 /// a page fault per 4 KiB on every call, as much as a small layer's work itself. Slots 0-2 are
-/// the callers' (conv.cpp stages two inputs and an output there); execute() uses slot 3.
+/// the callers' (conv_onednn.cpp stages two inputs and an output there); execute() uses slot 3.
 void* staging(int slot, size_t bytes);
 
 /// Runs `prim` with its scratchpad (described by `scratchpad`) in the calling thread's staging
