@@ -12,6 +12,7 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "amp/autocast_policy.h"
 #include "core/check.h"
@@ -241,7 +242,7 @@ void RNNBase::check_hidden(const Tensor& h0, const Tensor& c0, int64_t batch) co
   }
 }
 
-LSTMOutput RNNBase::run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0_arg,
+RNNBase::RunOutput RNNBase::run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0_arg,
                               const Tensor& c0_arg, const std::vector<std::vector<Tensor>>& weights) {
   const bool lstm = mode == Mode::LSTM;
   const int64_t batch = batch_sizes.empty() ? 0 : batch_sizes[0];
@@ -279,7 +280,7 @@ LSTMOutput RNNBase::run_steps(const Tensor& data, const std::vector<int64_t>& ba
       layer_input = functional::dropout(layer_input, options.dropout, true);
     }
   }
-  LSTMOutput out;
+  RunOutput out;
   out.output = layer_input;
   out.h_n = stack(h_n, 0);
   if (lstm) out.c_n = stack(c_n, 0);
@@ -320,7 +321,7 @@ RNNBase::RunInputs RNNBase::autocast_inputs(const Tensor& data, const Tensor& h0
   return in;
 }
 
-LSTMOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_given, const Tensor& c0_given) {
+RNNBase::RunOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_given, const Tensor& c0_given) {
   const char* what = mode_name(mode);
   detail::check_defined(input_given, what);
   const RunInputs in = autocast_inputs(input_given, h0_given, c0_given, /*packed=*/false);
@@ -358,7 +359,7 @@ LSTMOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_given, const
   if (options.batch_first) input = input.transpose(0, 1);
   const int64_t steps = input.size(0), batch = input.size(1);
   check_hidden(h0, c0, batch);
-  LSTMOutput out = run_steps(input.reshape({steps * batch, input_size}),
+  RunOutput out = run_steps(input.reshape({steps * batch, input_size}),
                              std::vector<int64_t>(static_cast<size_t>(steps), batch), h0, c0, weights);
   const int64_t real_hidden = options.proj_size > 0 ? options.proj_size : hidden_size;
   out.output = out.output.view({steps, batch, (options.bidirectional ? 2 : 1) * real_hidden});
@@ -371,7 +372,7 @@ LSTMOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_given, const
   return out;
 }
 
-PackedLSTMOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Tensor& h0_given, const Tensor& c0_given) {
+RNNBase::PackedRunOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Tensor& h0_given, const Tensor& c0_given) {
   const char* what = mode_name(mode);
   const std::vector<int64_t> batch_sizes = utils::rnn::detail::checked_batch_sizes(input, what);
   const RunInputs in = autocast_inputs(input.data, h0_given, c0_given, /*packed=*/true);
@@ -392,12 +393,12 @@ PackedLSTMOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Ten
   auto to_sorted = [&](const Tensor& state) {
     return state.defined() && sorted.defined() ? state.index_select(1, sorted) : state;
   };
-  LSTMOutput out = run_steps(data, batch_sizes, to_sorted(h0_arg), to_sorted(c0_arg), weights);
+  RunOutput out = run_steps(data, batch_sizes, to_sorted(h0_arg), to_sorted(c0_arg), weights);
   const Tensor& unsorted = input.unsorted_indices;
   auto to_unsorted = [&](const Tensor& state) {
     return state.defined() && unsorted.defined() ? state.index_select(1, unsorted) : state;
   };
-  PackedLSTMOutput result;
+  PackedRunOutput result;
   result.output = utils::rnn::PackedSequence(out.output, input.batch_sizes, sorted, unsorted);
   result.h_n = to_unsorted(out.h_n);
   result.c_n = to_unsorted(out.c_n);
@@ -427,34 +428,38 @@ RNN::RNN(int64_t input_size, int64_t hidden_size, RNNOptions options)
     : RNNBase(rnn_mode(options), input_size, hidden_size, options) {}
 
 RNNOutput RNN::forward(const Tensor& input, const Tensor& h0) {
-  LSTMOutput out = run(input, h0, Tensor());
+  RunOutput out = run(input, h0, Tensor());
   return {out.output, out.h_n};
 }
 
 PackedRNNOutput RNN::forward(const utils::rnn::PackedSequence& input, const Tensor& h0) {
-  PackedLSTMOutput out = run(input, h0, Tensor());
+  PackedRunOutput out = run(input, h0, Tensor());
   return {std::move(out.output), out.h_n};
 }
 
 LSTM::LSTM(int64_t input_size, int64_t hidden_size, RNNOptions options)
     : RNNBase(Mode::LSTM, input_size, hidden_size, std::move(options)) {}
 
-LSTMOutput LSTM::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) { return run(input, h0, c0); }
+LSTMOutput LSTM::forward(const Tensor& input, const Tensor& h0, const Tensor& c0) {
+  RunOutput out = run(input, h0, c0);
+  return {std::move(out.output), std::move(out.h_n), std::move(out.c_n)};
+}
 
 PackedLSTMOutput LSTM::forward(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0) {
-  return run(input, h0, c0);
+  PackedRunOutput out = run(input, h0, c0);
+  return {std::move(out.output), std::move(out.h_n), std::move(out.c_n)};
 }
 
 GRU::GRU(int64_t input_size, int64_t hidden_size, RNNOptions options)
     : RNNBase(gru_mode(options), input_size, hidden_size, options) {}
 
 RNNOutput GRU::forward(const Tensor& input, const Tensor& h0) {
-  LSTMOutput out = run(input, h0, Tensor());
+  RunOutput out = run(input, h0, Tensor());
   return {out.output, out.h_n};
 }
 
 PackedRNNOutput GRU::forward(const utils::rnn::PackedSequence& input, const Tensor& h0) {
-  PackedLSTMOutput out = run(input, h0, Tensor());
+  PackedRunOutput out = run(input, h0, Tensor());
   return {std::move(out.output), out.h_n};
 }
 

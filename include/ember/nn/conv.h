@@ -18,7 +18,8 @@ namespace functional {
 /// Cross-correlation of input [N, C, H, W] (or unbatched [C, H, W]) with weight
 /// [out_channels, C / groups, kH, kW], plus bias [out_channels] when defined. stride, padding and
 /// dilation are one value for both dimensions or a [height, width] pair. The result records one
-/// autograd node, ConvolutionBackward0 (first-order gradients only).
+/// autograd node, ConvolutionBackward0, whose backward records itself for higher-order gradients
+/// (ConvolutionBackwardBackward0). ember::conv2d (ember/ops.h) is the same op.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), IntList stride = {1},
               IntList padding = {0}, IntList dilation = {1}, int64_t groups = 1);
 

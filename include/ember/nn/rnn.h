@@ -85,16 +85,25 @@ class RNNBase : public Module {
   RNNOptions options;
 
  protected:
+  /// What a run gives in every mode: the output, every layer's last h and, for LSTM alone, its
+  /// last cell state c_n (undefined for RNN and GRU).
+  struct RunOutput {
+    Tensor output, h_n, c_n;
+  };
+  struct PackedRunOutput {
+    utils::rnn::PackedSequence output;
+    Tensor h_n, c_n;
+  };
   /// Runs every layer and direction. h0 and c0 may be undefined (zeros); c0 is LSTM's only.
-  LSTMOutput run(const Tensor& input, const Tensor& h0, const Tensor& c0);
+  RunOutput run(const Tensor& input, const Tensor& h0, const Tensor& c0);
   /// The same for a packed batch; h0 and c0 are in the input's batch order.
-  PackedLSTMOutput run(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0);
+  PackedRunOutput run(const utils::rnn::PackedSequence& input, const Tensor& h0, const Tensor& c0);
 
  private:
   int64_t gate_count() const;
   /// The layers over time-major rows `data` [sum of batch_sizes, input_size], batch_sizes[t] of
   /// them at step t (the first ones of the step before), from full initial states.
-  LSTMOutput run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0, const Tensor& c0,
+  RunOutput run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0, const Tensor& c0,
                        const std::vector<std::vector<Tensor>>& weights);
   /// What one run reads: its input and initial states as given, or, in an autocast region where
   /// PyTorch runs the layer as one lower-precision op, those and the weights in the region's dtype.
