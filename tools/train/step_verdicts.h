@@ -6,7 +6,7 @@
 // the device and hands the flag to Optimizer::step(skip): the update kernels read it, so a step
 // that is not finite changes no parameter. The flag stays set, so every step queued after it is
 // skipped as well, until the host has read it and cleared it (clear()). The host can then rebuild
-// exactly the state an immediate check would have left (see the step loop in trainer.cpp).
+// exactly the state an immediate check would have left (see StepRunner, step_runner.h).
 //
 // record() queues a copy of the flag to pinned host memory behind an event; read() waits for that
 // event only. The trainer reads step k's copy after queueing step k + 1, by which time step k is
