@@ -92,6 +92,46 @@ void check_pool2d_args(const Pool2dArgs& args, const char* op) {
   }
 }
 
+namespace {
+void check_planes(const TensorView& x, const TensorView& out, const char* op) {
+  EMBER_CHECK(x.ndim() == 4 && out.ndim() == 4, "[", op, "] expects 4-D tensors [N, C, H, W]");
+  EMBER_CHECK(x.sizes[0] == out.sizes[0] && x.sizes[1] == out.sizes[1], "[", op,
+              "] input and output disagree on N or C");
+}
+}  // namespace
+
+void check_pool2d_views(const TensorView& x, const TensorView& out, const TensorView& indices, const Pool2dArgs& args) {
+  const char* op = pool2d_name(args.kind, /*backward=*/false);
+  check_planes(x, out, op);
+  EMBER_CHECK(x.is_contiguous() && out.is_contiguous(), "[", op, "] expects contiguous tensors");
+  EMBER_CHECK(x.dtype == out.dtype, "[", op, "] input and output dtypes differ");
+  check_pool2d_args(args, op);
+  if (args.kind == PoolKind::Max && indices.data != nullptr) {
+    EMBER_CHECK(indices.dtype == kInt64 && indices.is_contiguous() && indices.numel() == out.numel(), "[", op,
+                "] indices must be a contiguous int64 tensor shaped like the output");
+  }
+}
+
+void check_pool2d_backward_views(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
+                                 const Pool2dArgs& args) {
+  const char* op = pool2d_name(args.kind, /*backward=*/true);
+  check_planes(grad_x, grad_out, op);
+  EMBER_CHECK(grad_out.is_contiguous() && grad_x.is_contiguous(), "[", op, "] expects contiguous tensors");
+  EMBER_CHECK(grad_out.dtype == grad_x.dtype, "[", op, "] gradient dtypes differ");
+  check_pool2d_args(args, op);
+  if (args.kind == PoolKind::Max) {
+    EMBER_CHECK(indices.data != nullptr && indices.dtype == kInt64 && indices.is_contiguous() &&
+                    indices.numel() == grad_out.numel(),
+                "[", op, "] needs the contiguous int64 indices of the forward pass");
+  }
+}
+
+void check_softmax_views(const TensorView& x, const TensorView& out, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  EMBER_CHECK(x.is_contiguous() && out.is_contiguous(), "[", name, "] expects contiguous tensors");
+  EMBER_CHECK(x.dtype == out.dtype, "[", name, "] input and output dtypes differ");
+}
+
 void check_fused_update_views(const char* op, const TensorView& param, std::initializer_list<const TensorView*> others,
                               const TensorView& skip) {
   EMBER_CHECK(

@@ -156,6 +156,15 @@ const char* pool2d_name(PoolKind kind, bool backward);
 /// Throws unless a (non-adaptive) window is valid: positive kernel, stride and dilation,
 /// non-negative padding.
 void check_pool2d_args(const Pool2dArgs& args, const char* op);
+/// Throws unless the views are what Backend::pool2d takes: x and out 4-D [N, C, H, W], agreeing
+/// on N and C, contiguous and of one dtype; valid window arguments (check_pool2d_args); for Max
+/// with indices, `indices` contiguous int64 shaped like out. Names the op (pool2d_name).
+void check_pool2d_views(const TensorView& x, const TensorView& out, const TensorView& indices, const Pool2dArgs& args);
+/// The same for Backend::pool2d_backward; Max needs the forward pass's indices.
+void check_pool2d_backward_views(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
+                                 const Pool2dArgs& args);
+/// Throws unless the views are what Backend::softmax takes: contiguous, of one dtype.
+void check_softmax_views(const TensorView& x, const TensorView& out, bool log);
 /// Throws unless the views are what Backend::cross_entropy and its backward pass take: logits
 /// [N, C] contiguous float32/float64, target [N] contiguous int64, weight null or [C] of the
 /// logits' dtype.

@@ -32,10 +32,8 @@ struct Planes {
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
 };
 
-Planes planes_of(const TensorView& x, const TensorView& out, const char* op) {
-  EMBER_CHECK(x.ndim() == 4 && out.ndim() == 4, "[", op, "] expects 4-D tensors [N, C, H, W]");
-  EMBER_CHECK(x.sizes[0] == out.sizes[0] && x.sizes[1] == out.sizes[1], "[", op,
-              "] input and output disagree on N or C");
+/// x and out as check_pool2d_views has checked them.
+Planes planes_of(const TensorView& x, const TensorView& out) {
   return {x.sizes[0] * x.sizes[1], x.sizes[2], x.sizes[3], out.sizes[2], out.sizes[3]};
 }
 
@@ -239,15 +237,9 @@ void avg_plane_backward(const T* gy, T* gx, const Pool2dArgs& a, const Planes& p
 
 void CpuBackend::pool2d(const TensorView& x, const TensorView& out, const TensorView& indices, const Pool2dArgs& args) {
   const char* op = pool2d_name(args.kind, /*backward=*/false);
-  const Planes p = planes_of(x, out, op);
-  EMBER_CHECK(x.is_contiguous() && out.is_contiguous(), "[", op, "] expects contiguous tensors");
-  EMBER_CHECK(x.dtype == out.dtype, "[", op, "] input and output dtypes differ");
-  check_pool2d_args(args, op);
+  check_pool2d_views(x, out, indices, args);
+  const Planes p = planes_of(x, out);
   const bool with_indices = args.kind == PoolKind::Max && indices.data != nullptr;
-  if (with_indices) {
-    EMBER_CHECK(indices.dtype == kInt64 && indices.is_contiguous() && indices.numel() == out.numel(), "[", op,
-                "] indices must be a contiguous int64 tensor shaped like the output");
-  }
   if (out.numel() == 0) return;
   EMBER_CHECK(p.in_h > 0 && p.in_w > 0, "[", op, "] empty input planes");
   const int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
@@ -270,14 +262,9 @@ void CpuBackend::pool2d(const TensorView& x, const TensorView& out, const Tensor
 void CpuBackend::pool2d_backward(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
                                  const Pool2dArgs& args) {
   const char* op = pool2d_name(args.kind, /*backward=*/true);
-  const Planes p = planes_of(grad_x, grad_out, op);
-  EMBER_CHECK(grad_out.is_contiguous() && grad_x.is_contiguous(), "[", op, "] expects contiguous tensors");
-  EMBER_CHECK(grad_out.dtype == grad_x.dtype, "[", op, "] gradient dtypes differ");
-  check_pool2d_args(args, op);
+  check_pool2d_backward_views(grad_out, indices, grad_x, args);
+  const Planes p = planes_of(grad_x, grad_out);
   if (args.kind == PoolKind::Max) {
-    EMBER_CHECK(indices.data != nullptr && indices.dtype == kInt64 && indices.is_contiguous() &&
-                    indices.numel() == grad_out.numel(),
-                "[", op, "] needs the contiguous int64 indices of the forward pass");
     // Checked here, once, because an exception cannot leave the parallel loop below.
     const int64_t* is = indices.ptr<const int64_t>();
     const int64_t limit = grad_x.sizes[2] * grad_x.sizes[3];

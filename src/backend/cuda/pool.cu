@@ -103,26 +103,13 @@ PoolGeometry geometry_of(const Pool2dArgs& a, const TensorView& x, const TensorV
   return g;
 }
 
-void check_planes(const TensorView& x, const TensorView& out, const char* op) {
-  EMBER_CHECK(x.ndim() == 4 && out.ndim() == 4, "[", op, "] expects 4-D tensors [N, C, H, W]");
-  EMBER_CHECK(x.sizes[0] == out.sizes[0] && x.sizes[1] == out.sizes[1], "[", op,
-              "] input and output disagree on N or C");
-}
-
 }  // namespace
 
 void CudaBackend::pool2d(const TensorView& x, const TensorView& out, const TensorView& indices,
                          const Pool2dArgs& args) {
   const char* op = pool2d_name(args.kind, /*backward=*/false);
-  check_planes(x, out, op);
-  EMBER_CHECK(x.is_contiguous() && out.is_contiguous(), "[", op, "] expects contiguous tensors");
-  EMBER_CHECK(x.dtype == out.dtype, "[", op, "] input and output dtypes differ");
-  check_pool2d_args(args, op);
+  check_pool2d_views(x, out, indices, args);
   const bool with_indices = args.kind == PoolKind::Max && indices.data != nullptr;
-  if (with_indices) {
-    EMBER_CHECK(indices.dtype == kInt64 && indices.is_contiguous() && indices.numel() == out.numel(), "[", op,
-                "] indices must be a contiguous int64 tensor shaped like the output");
-  }
   if (out.numel() == 0) return;
   EMBER_CHECK(x.sizes[2] > 0 && x.sizes[3] > 0, "[", op, "] empty input planes");
   DeviceGuard guard(x.device_index);
@@ -144,15 +131,7 @@ void CudaBackend::pool2d(const TensorView& x, const TensorView& out, const Tenso
 void CudaBackend::pool2d_backward(const TensorView& grad_out, const TensorView& indices, const TensorView& grad_x,
                                   const Pool2dArgs& args) {
   const char* op = pool2d_name(args.kind, /*backward=*/true);
-  check_planes(grad_x, grad_out, op);
-  EMBER_CHECK(grad_out.is_contiguous() && grad_x.is_contiguous(), "[", op, "] expects contiguous tensors");
-  EMBER_CHECK(grad_out.dtype == grad_x.dtype, "[", op, "] gradient dtypes differ");
-  check_pool2d_args(args, op);
-  if (args.kind == PoolKind::Max) {
-    EMBER_CHECK(indices.data != nullptr && indices.dtype == kInt64 && indices.is_contiguous() &&
-                    indices.numel() == grad_out.numel(),
-                "[", op, "] needs the contiguous int64 indices of the forward pass");
-  }
+  check_pool2d_backward_views(grad_out, indices, grad_x, args);
   if (grad_x.numel() == 0) return;
   DeviceGuard guard(grad_x.device_index);
   const cudaStream_t stream = current_stream(grad_x.device_index);

@@ -82,8 +82,7 @@ void launch_softmax(const T* x, T* y, int64_t rows, int64_t n, bool log, cudaStr
 void CudaBackend::softmax(const TensorView& x, const TensorView& out, bool log) {
   DeviceGuard guard(x.device_index);
   const char* name = log ? "log_softmax" : "softmax";
-  EMBER_CHECK(x.is_contiguous() && out.is_contiguous(), "[", name, "] expects contiguous tensors");
-  EMBER_CHECK(x.dtype == out.dtype, "[", name, "] input and output dtypes differ");
+  check_softmax_views(x, out, log);
   const int64_t n = x.ndim() == 0 ? 1 : x.sizes[x.ndim() - 1];
   const int64_t total = x.numel();
   if (total == 0) return;
