@@ -47,8 +47,8 @@ Choice choose_device() {
   }
   if (cuda::is_available()) return {Device(DeviceType::CUDA, 0), "CUDA is available"};
   if (mps::is_available()) return {Device(DeviceType::MPS, 0), "MPS is available"};
-  return {Device(DeviceType::CPU), "no GPU is usable (CUDA: " + cuda::unavailable_reason() +
-                                       "; MPS: " + mps::unavailable_reason() + ")"};
+  return {Device(DeviceType::CPU),
+          "no GPU is usable (CUDA: " + cuda::unavailable_reason() + "; MPS: " + mps::unavailable_reason() + ")"};
 }
 
 }  // namespace

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "core/check.h"
-#include "io/print_internal.h"
 #include "ember/tensor.h"
+#include "io/print_internal.h"
 
 namespace ember {
 

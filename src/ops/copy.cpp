@@ -17,7 +17,6 @@ namespace ember {
 
 using autograd::record_view_of;
 
-
 namespace {
 // PyTorch's has_internal_overlap, in the case it can tell cheaply: a dimension of stride 0 (an
 // expanded tensor) makes several elements one memory location, and a write to them races.
@@ -128,7 +127,6 @@ Tensor Tensor::clone() const {
   return record_view_of(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
 }
 
-
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   detail::OpContext context("copy_", {{"self", this}, {"src", &src}});
   detail::check_defined(*this, "copy_");
@@ -153,7 +151,6 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
 Tensor& Tensor::fill_(const Scalar& value) { return fill_recorded(*this, value, "FillBackward2"); }
 Tensor& Tensor::zero_() { return fill_recorded(*this, 0, "ZeroBackward0"); }
 
-
 // ---- to() ----
 
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
@@ -172,8 +169,8 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
   Device alloc_device = target_device.is_cpu() ? Device(DeviceType::CPU) : target_device;
   // A non-blocking copy to the host goes into pinned memory, which the device writes directly.
   const bool pinned_out = non_blocking && alloc_device.is_cpu() && !is_cpu() && target_dtype == dtype();
-  Tensor out = pinned_out ? make_pinned_tensor(sizes(), target_dtype)
-                          : detail::make_tensor(sizes(), target_dtype, alloc_device);
+  Tensor out =
+      pinned_out ? make_pinned_tensor(sizes(), target_dtype) : detail::make_tensor(sizes(), target_dtype, alloc_device);
   {
     NoGradGuard no_grad;  // the copy is internal; ToCopyBackward0 below is the recorded op
     if (alloc_device == device()) {
@@ -187,7 +184,6 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
   }
   return record_view_of(out, *this, "ToCopyBackward0", [src = device()](const Tensor& g) { return g.to(src); });
 }
-
 
 Tensor Tensor::pin_memory() const {
   detail::check_defined(*this, "pin_memory");
@@ -210,7 +206,6 @@ Tensor Tensor::to(Dtype dtype, bool non_blocking, bool copy) const {
 Tensor Tensor::to(Device device, Dtype dtype, bool non_blocking, bool copy) const {
   return to(TensorOptions().device(device).dtype(dtype), non_blocking, copy);
 }
-
 
 Scalar Tensor::item() const {
   detail::OpContext context("item", {{"self", this}});

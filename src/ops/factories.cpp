@@ -306,7 +306,8 @@ void set_rng_state(const Tensor& state) {
               "set_rng_state: expected a 1-D uint8 CPU tensor from get_rng_state(), got ",
               scalar_type_name(state.dtype()), " ", detail::shape_str(state.sizes()), " on ", state.device().str());
   const Tensor bytes = state.contiguous();
-  backend_for(Device(DeviceType::CPU)).set_rng_state(0, {bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())});
+  backend_for(Device(DeviceType::CPU))
+      .set_rng_state(0, {bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())});
 }
 
 }  // namespace ember

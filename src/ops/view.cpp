@@ -19,7 +19,6 @@ using autograd::record_view_of;
 using detail::make_view;
 using detail::wrap_dim;
 
-
 namespace {
 
 // Infers one -1 entry and checks that the element count is preserved.
@@ -112,16 +111,16 @@ Tensor Tensor::view(IntList sizes) const {
   EMBER_CHECK(strides.has_value(),
               "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
               "two contiguous subspaces). Use .reshape(...) instead.");
-  return record_view_of(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "ViewBackward0",
-                   [in = Dims(this->sizes())](const Tensor& g) { return g.reshape(in); });
+  return record_view_of(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this,
+                        "ViewBackward0", [in = Dims(this->sizes())](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::reshape(IntList sizes) const {
   detail::OpContext context("reshape", {{"self", this}});
   Dims shape = infer_size(sizes, numel());
   if (auto strides = view_strides(impl().sizes, impl().strides, shape)) {
-    return record_view_of(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this, "ViewBackward0",
-                     [in = Dims(this->sizes())](const Tensor& g) { return g.reshape(in); });
+    return record_view_of(make_view(*this, std::move(shape), std::move(*strides), storage_offset()), *this,
+                          "ViewBackward0", [in = Dims(this->sizes())](const Tensor& g) { return g.reshape(in); });
   }
   return contiguous().view(shape);
 }
@@ -140,7 +139,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
     std::swap(strides[d0], strides[d1]);
   }
   return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
-                   "TransposeBackward0", [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
+                        "TransposeBackward0", [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::permute(IntList dims) const {
@@ -160,8 +159,8 @@ Tensor Tensor::permute(IntList dims) const {
   }
   Dims inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], dim())] = static_cast<int64_t>(i);
-  return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this, "PermuteBackward0",
-                   [inverse](const Tensor& g) { return g.permute(inverse); });
+  return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                        "PermuteBackward0", [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -208,8 +207,8 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   sizes[d] = (end - start + step - 1) / step;
   strides[d] *= step;
   return record_view_of(make_view(*this, std::move(sizes), std::move(strides), offset), *this, "SliceBackward0",
-                   embed_into(impl().sizes, "SliceBackwardBackward0",
-                              [d, start, end, step](Tensor& full) { return full.slice(d, start, end, step); }));
+                        embed_into(impl().sizes, "SliceBackwardBackward0",
+                                   [d, start, end, step](Tensor& full) { return full.slice(d, start, end, step); }));
 }
 
 Tensor Tensor::squeeze() const {
@@ -220,8 +219,8 @@ Tensor Tensor::squeeze() const {
       strides.push_back(impl().strides[i]);
     }
   }
-  return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this, "SqueezeBackward0",
-                   [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
+  return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                        "SqueezeBackward0", [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -231,8 +230,8 @@ Tensor Tensor::squeeze(int64_t d) const {
     sizes.erase(d);
     strides.erase(d);
   }
-  return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this, "SqueezeBackward1",
-                   [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
+  return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                        "SqueezeBackward1", [in = impl().sizes](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -242,7 +241,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   sizes.insert(d, 1);
   strides.insert(d, stride);
   return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
-                   "UnsqueezeBackward0", [d](const Tensor& g) { return g.squeeze(d); });
+                        "UnsqueezeBackward0", [d](const Tensor& g) { return g.squeeze(d); });
 }
 
 Tensor Tensor::expand(IntList target) const {
@@ -275,8 +274,8 @@ Tensor Tensor::expand(IntList target) const {
     }
   }
   // The engine sums the gradient back down to the original sizes.
-  return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this, "ExpandBackward0",
-                   [](const Tensor& g) { return g; });
+  return record_view_of(make_view(*this, std::move(sizes), std::move(strides), storage_offset()), *this,
+                        "ExpandBackward0", [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "io/print_internal.h"
 #include "ember/device.h"
 #include "ember/error.h"
 #include "ember/factories.h"
 #include "ember/print.h"
 #include "ember/tensor.h"
+#include "io/print_internal.h"
 
 #ifndef EMBER_SOURCE_DIR
 #error "tests/CMakeLists.txt defines EMBER_SOURCE_DIR: the checkout holding tests/io/golden/"

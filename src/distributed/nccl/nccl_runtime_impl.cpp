@@ -19,8 +19,7 @@ class Runtime final : public NcclRuntime {
   std::unique_ptr<Work::State> broadcast(const Tensor& tensor, int root, const Membership& world) override {
     return nccl::broadcast(tensor, root, world);
   }
-  std::unique_ptr<Work::State> all_gather(const Tensor& input, const Tensor& output,
-                                          const Membership& world) override {
+  std::unique_ptr<Work::State> all_gather(const Tensor& input, const Tensor& output, const Membership& world) override {
     return nccl::all_gather(input, output, world);
   }
   void finalize() override { nccl::finalize(); }
@@ -30,8 +29,7 @@ class Runtime final : public NcclRuntime {
 }  // namespace ember::distributed::detail
 #endif
 
-extern "C" __attribute__((visibility("default"))) ember::distributed::detail::NcclRuntime* ember_nccl_runtime(
-    int abi) {
+extern "C" __attribute__((visibility("default"))) ember::distributed::detail::NcclRuntime* ember_nccl_runtime(int abi) {
 #if defined(EMBER_HAVE_NCCL)
   if (abi != ember::distributed::detail::kNcclRuntimeAbi) return nullptr;
   static ember::distributed::detail::Runtime runtime;
