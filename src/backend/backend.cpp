@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "core/tensor_internal.h"
 #include "ember/tensor.h"
 #include "kernels/optim_ops.h"
 
@@ -50,16 +51,7 @@ int64_t TensorView::numel() const {
   return n;
 }
 
-bool TensorView::is_contiguous() const {
-  if (numel() == 0) return true;  // as PyTorch: an empty tensor is contiguous whatever its strides
-  int64_t expected = 1;
-  for (int64_t d = ndim() - 1; d >= 0; --d) {
-    if (sizes[d] == 1) continue;
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
-  }
-  return true;
-}
+bool TensorView::is_contiguous() const { return detail::is_contiguous_layout(sizes, strides); }
 
 TensorView view_of(const Tensor& t) {
   const detail::TensorImpl& impl = t.impl();

@@ -16,6 +16,32 @@ inline constexpr int64_t kGrainSize = 32768;
 
 int num_threads();
 
+/// Keeps a BLAS call made inside an OpenMP parallel region (ember's own batch or sample loop) on
+/// its calling thread: oneDNN and OpenBLAS size their teams from omp_get_max_threads(), whose
+/// value is per task, so lowering it here affects this thread's calls only. Outside a parallel
+/// region it does nothing.
+class SingleThreadedInParallelRegion {
+ public:
+  SingleThreadedInParallelRegion() {
+#ifdef _OPENMP
+    if (omp_in_parallel()) {
+      saved_ = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+#endif
+  }
+  ~SingleThreadedInParallelRegion() {
+#ifdef _OPENMP
+    if (saved_ > 0) omp_set_num_threads(saved_);
+#endif
+  }
+  SingleThreadedInParallelRegion(const SingleThreadedInParallelRegion&) = delete;
+  SingleThreadedInParallelRegion& operator=(const SingleThreadedInParallelRegion&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
 /// Calls f(begin, end) on disjoint chunks covering [0, n).
 template <typename F>
 void parallel_for(int64_t n, int64_t grain, const F& f) {

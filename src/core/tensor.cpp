@@ -35,6 +35,18 @@ Dims contiguous_strides(IntList sizes) {
   return strides;
 }
 
+bool is_contiguous_layout(IntList sizes, IntList strides) {
+  bool contiguous = true;
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 0) return true;  // empty: contiguous whatever the strides
+    if (sizes[d] == 1) continue;
+    contiguous = contiguous && strides[d] == expected;
+    expected *= sizes[d];
+  }
+  return contiguous;
+}
+
 int64_t numel_of(IntList sizes) {
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
@@ -120,17 +132,7 @@ void Tensor::fail_undefined() { detail::fail("Tensor is undefined: it was defaul
 int64_t Tensor::size(int64_t d) const { return impl().sizes[wrap_dim(d, dim())]; }
 int64_t Tensor::stride(int64_t d) const { return impl().strides[wrap_dim(d, dim())]; }
 
-bool Tensor::is_contiguous() const {
-  const detail::TensorImpl& t = impl();
-  if (t.numel == 0) return true;  // as PyTorch: an empty tensor is contiguous whatever its strides
-  int64_t expected = 1;
-  for (int64_t d = dim() - 1; d >= 0; --d) {
-    if (t.sizes[d] == 1) continue;
-    if (t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
-}
+bool Tensor::is_contiguous() const { return detail::is_contiguous_layout(impl().sizes, impl().strides); }
 
 bool Tensor::is_alias_of(const Tensor& other) const {
   return defined() && other.defined() && impl().storage == other.impl().storage;

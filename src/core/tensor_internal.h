@@ -11,6 +11,9 @@ namespace detail {
 /// Row-major strides for `sizes`.
 Dims contiguous_strides(IntList sizes);
 int64_t numel_of(IntList sizes);
+/// Whether (sizes, strides) is the row-major layout, ignoring size-1 dimensions; an empty tensor
+/// is contiguous whatever its strides, as in PyTorch.
+bool is_contiguous_layout(IntList sizes, IntList strides);
 /// A new contiguous, uninitialised tensor. Throws when the device is unusable.
 Tensor make_tensor(IntList sizes, Dtype dtype, Device device);
 /// A tensor with this geometry over an existing storage: no autograd state, not a view of

@@ -37,13 +37,8 @@ Tensor make_pinned_tensor(IntList sizes, Dtype dtype) {
   const int64_t n = detail::numel_of(sizes);
   const size_t nbytes = static_cast<size_t>(n) * element_size(dtype);
   void* data = find_backend(DeviceType::CUDA)->allocate_pinned(nbytes);
-  auto impl = std::make_shared<detail::TensorImpl>();
-  impl->storage = std::make_shared<detail::Storage>(data, nbytes, Device(DeviceType::CPU), /*pinned=*/true);
-  impl->sizes = Dims(sizes);
-  impl->strides = detail::contiguous_strides(sizes);
-  impl->numel = n;
-  impl->dtype = dtype;
-  return Tensor(std::move(impl));
+  auto storage = std::make_shared<detail::Storage>(data, nbytes, Device(DeviceType::CPU), /*pinned=*/true);
+  return detail::make_tensor_over(std::move(storage), Dims(sizes), detail::contiguous_strides(sizes), 0, dtype);
 }
 
 // The copy itself, without autograd. Across devices the bytes move as one contiguous block:

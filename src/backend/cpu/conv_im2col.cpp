@@ -26,30 +26,6 @@ namespace {
 
 // ------------------------------------------------------------------------------- BLAS
 
-// Products inside ember's own per-sample loop must run on the calling thread: oneDNN's sgemm and
-// OpenBLAS size their teams from omp_get_max_threads(), which is per task.
-class BlasOnCallingThread {
- public:
-  BlasOnCallingThread() {
-#ifdef _OPENMP
-    if (omp_in_parallel()) {
-      saved_ = omp_get_max_threads();
-      omp_set_num_threads(1);
-    }
-#endif
-  }
-  ~BlasOnCallingThread() {
-#ifdef _OPENMP
-    if (saved_ > 0) omp_set_num_threads(saved_);
-#endif
-  }
-  BlasOnCallingThread(const BlasOnCallingThread&) = delete;
-  BlasOnCallingThread& operator=(const BlasOnCallingThread&) = delete;
-
- private:
-  int saved_ = 0;
-};
-
 /// c = op(a) @ op(b) + beta * c, row-major, with op = transpose when the flag is set.
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
@@ -167,7 +143,7 @@ int64_t for_sample_chunks(const ConvShape& s, const F& f) {
   const int64_t grain = std::max<int64_t>(1, kSampleParallelMacs / macs);
   const int64_t chunks = std::clamp<int64_t>(s.n / grain, 1, std::max(1, base::num_threads()));
   base::parallel_for(chunks, 1, [&](int64_t first, int64_t last) {
-    BlasOnCallingThread blas;
+    base::SingleThreadedInParallelRegion blas;  // products inside the per-sample loop
     for (int64_t chunk = first; chunk < last; ++chunk) f(chunk, s.n * chunk / chunks, s.n * (chunk + 1) / chunks);
   });
   return chunks;

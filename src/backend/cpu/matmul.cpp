@@ -135,31 +135,6 @@ constexpr int64_t kDirectMaxMacs = 512;
 // (the BLAS then runs single-threaded inside); bigger ones are threaded by the BLAS itself.
 constexpr int64_t kBatchParallelMacs = 64 * 64 * 64;
 
-/// Inside an OpenMP parallel region (ember's own batch loop), the BLAS must stay on its calling
-/// thread. oneDNN and OpenBLAS both size their teams from omp_get_max_threads(), whose value is
-/// per task, so lowering it here affects this thread's calls only.
-class SingleThreadedInParallelRegion {
- public:
-  SingleThreadedInParallelRegion() {
-#ifdef _OPENMP
-    if (omp_in_parallel()) {
-      saved_ = omp_get_max_threads();
-      omp_set_num_threads(1);
-    }
-#endif
-  }
-  ~SingleThreadedInParallelRegion() {
-#ifdef _OPENMP
-    if (saved_ > 0) omp_set_num_threads(saved_);
-#endif
-  }
-  SingleThreadedInParallelRegion(const SingleThreadedInParallelRegion&) = delete;
-  SingleThreadedInParallelRegion& operator=(const SingleThreadedInParallelRegion&) = delete;
-
- private:
-  int saved_ = 0;
-};
-
 // OpenBLAS takes sizes and leading dimensions as 32-bit ints.
 void check_blas_int(int64_t largest) {
   EMBER_CHECK(largest <= INT_MAX, "[matmul] a float64 size or stride of ", largest,
@@ -179,7 +154,7 @@ bool use_matmul_primitive(const ProductShape& s) {
 /// One float32 or float64 product through the BLAS; operands must already be BLAS-compatible.
 template <typename T>
 void blas_product(const T* a, BlasOperand la, const T* b, BlasOperand lb, T* c, const ProductShape& s) {
-  SingleThreadedInParallelRegion single_threaded;
+  base::SingleThreadedInParallelRegion single_threaded;
   if constexpr (std::is_same_v<T, float>) {
     if (!la.transposed && lb.transposed && use_matmul_primitive(s)) {
       onednn_matmul_b_transposed(a, la.ld, b, lb.ld, c, s.ldc, s.m, s.n, s.k);
