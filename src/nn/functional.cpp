@@ -11,23 +11,12 @@
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "nn/reduce_loss.h"
 #include "ops/cross_entropy.h"
 
 namespace ember::nn::functional {
 
 namespace {
-
-Tensor reduce_loss(const Tensor& loss, Reduction reduction) {
-  switch (reduction) {
-    case Reduction::None:
-      return loss;
-    case Reduction::Sum:
-      return loss.sum();
-    case Reduction::Mean:
-      return loss.mean();
-  }
-  return loss;
-}
 
 // Classes live in dimension 1 of a batched input and in dimension 0 of a single sample [C].
 int64_t class_dim_of(const Tensor& input) { return input.dim() == 1 ? 0 : 1; }
