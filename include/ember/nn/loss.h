@@ -1,9 +1,13 @@
 #pragma once
 /// Loss modules (torch.nn.*Loss): forward(input, target) with a reduction of None, Mean or Sum.
+/// Constructors take PyTorch's arguments in PyTorch's order and with its defaults (without the
+/// deprecated size_average and reduce); losses whose first argument is not the reduction also
+/// take a Reduction alone. Each forward is the functional of the same name (functional.h).
 #include <cstdint>
 #include <string>
 #include <utility>
 
+#include "ember/nn/distance.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/module.h"
 
@@ -83,6 +87,253 @@ class BCEWithLogitsLoss : public Loss {
     return functional::binary_cross_entropy_with_logits(input, target, reduction, pos_weight);
   }
   Tensor pos_weight;
+};
+
+/// Base of the losses of three inputs (MarginRankingLoss, CosineEmbeddingLoss, TripletMarginLoss,
+/// ...): forward(a, b, c); the two-input forward throws, as PyTorch's would for a missing argument.
+class Loss3 : public Loss {
+ public:
+  explicit Loss3(Reduction reduction, const char* third) : Loss(reduction), third_(third) {}
+  virtual Tensor forward(const Tensor& a, const Tensor& b, const Tensor& c) = 0;
+  Tensor forward(const Tensor& a, const Tensor& b) override;
+  using Loss::forward;
+  using Loss::operator();
+  Tensor operator()(const Tensor& a, const Tensor& b, const Tensor& c) { return forward(a, b, c); }
+
+ private:
+  const char* third_;
+};
+
+/// Mean absolute error.
+class L1Loss : public Loss {
+ public:
+  explicit L1Loss(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  std::string name() const override { return "L1Loss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::l1_loss(input, target, reduction);
+  }
+};
+
+class SmoothL1Loss : public Loss {
+ public:
+  explicit SmoothL1Loss(Reduction reduction = Reduction::Mean, double beta = 1.0) : Loss(reduction), beta(beta) {}
+  std::string name() const override { return "SmoothL1Loss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::smooth_l1_loss(input, target, reduction, beta);
+  }
+  double beta;
+};
+
+class HuberLoss : public Loss {
+ public:
+  explicit HuberLoss(Reduction reduction = Reduction::Mean, double delta = 1.0) : Loss(reduction), delta(delta) {}
+  std::string name() const override { return "HuberLoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::huber_loss(input, target, reduction, delta);
+  }
+  double delta;
+};
+
+/// With KLDivReduction::BatchMean, `batchmean` is true and `reduction` is Sum (then divided by
+/// the batch size); `batchmean` decides.
+class KLDivLoss : public Loss {
+ public:
+  explicit KLDivLoss(KLDivReduction reduction = KLDivReduction::Mean, bool log_target = false)
+      : Loss(reduction == KLDivReduction::None   ? Reduction::None
+             : reduction == KLDivReduction::Mean ? Reduction::Mean
+                                                 : Reduction::Sum),
+        batchmean(reduction == KLDivReduction::BatchMean),
+        log_target(log_target) {}
+  explicit KLDivLoss(Reduction reduction, bool log_target = false)
+      : Loss(reduction), batchmean(false), log_target(log_target) {}
+  std::string name() const override { return "KLDivLoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    if (batchmean) return functional::kl_div(input, target, KLDivReduction::BatchMean, log_target);
+    return functional::kl_div(input, target, reduction, log_target);
+  }
+  bool batchmean;
+  bool log_target;
+};
+
+/// Binary cross-entropy of probabilities; `weight` (a buffer "weight" when defined) scales each
+/// element, broadcast to the target.
+class BCELoss : public Loss {
+ public:
+  explicit BCELoss(Reduction reduction = Reduction::Mean, Tensor weight = Tensor())
+      : Loss(reduction), weight(std::move(weight)) {
+    if (this->weight.defined()) register_buffer("weight", this->weight);
+  }
+  /// PyTorch's argument order: BCELoss(weight, reduction).
+  explicit BCELoss(Tensor weight, Reduction reduction = Reduction::Mean) : BCELoss(reduction, std::move(weight)) {}
+  std::string name() const override { return "BCELoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::binary_cross_entropy(input, target, weight, reduction);
+  }
+  Tensor weight;
+};
+
+class PoissonNLLLoss : public Loss {
+ public:
+  explicit PoissonNLLLoss(bool log_input = true, bool full = false, double eps = 1e-8,
+                          Reduction reduction = Reduction::Mean)
+      : Loss(reduction), log_input(log_input), full(full), eps(eps) {}
+  explicit PoissonNLLLoss(Reduction reduction) : PoissonNLLLoss(true, false, 1e-8, reduction) {}
+  std::string name() const override { return "PoissonNLLLoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::poisson_nll_loss(input, target, log_input, full, eps, reduction);
+  }
+  bool log_input;
+  bool full;
+  double eps;
+};
+
+/// forward(input, target, var), var a tensor or one number.
+class GaussianNLLLoss : public Loss3 {
+ public:
+  explicit GaussianNLLLoss(bool full = false, double eps = 1e-6, Reduction reduction = Reduction::Mean)
+      : Loss3(reduction, "var"), full(full), eps(eps) {}
+  explicit GaussianNLLLoss(Reduction reduction) : GaussianNLLLoss(false, 1e-6, reduction) {}
+  std::string name() const override { return "GaussianNLLLoss"; }
+  using Loss3::forward;
+  using Loss3::operator();
+  Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var) override {
+    return functional::gaussian_nll_loss(input, target, var, full, eps, reduction);
+  }
+  Tensor forward(const Tensor& input, const Tensor& target, double var) {
+    return functional::gaussian_nll_loss(input, target, var, full, eps, reduction);
+  }
+  Tensor operator()(const Tensor& input, const Tensor& target, double var) { return forward(input, target, var); }
+  bool full;
+  double eps;
+};
+
+/// forward(input1, input2, target).
+class MarginRankingLoss : public Loss3 {
+ public:
+  explicit MarginRankingLoss(double margin = 0.0, Reduction reduction = Reduction::Mean)
+      : Loss3(reduction, "target"), margin(margin) {}
+  explicit MarginRankingLoss(Reduction reduction) : MarginRankingLoss(0.0, reduction) {}
+  std::string name() const override { return "MarginRankingLoss"; }
+  using Loss3::forward;
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) override {
+    return functional::margin_ranking_loss(input1, input2, target, margin, reduction);
+  }
+  double margin;
+};
+
+class HingeEmbeddingLoss : public Loss {
+ public:
+  explicit HingeEmbeddingLoss(double margin = 1.0, Reduction reduction = Reduction::Mean)
+      : Loss(reduction), margin(margin) {}
+  explicit HingeEmbeddingLoss(Reduction reduction) : HingeEmbeddingLoss(1.0, reduction) {}
+  std::string name() const override { return "HingeEmbeddingLoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::hinge_embedding_loss(input, target, margin, reduction);
+  }
+  double margin;
+};
+
+class SoftMarginLoss : public Loss {
+ public:
+  explicit SoftMarginLoss(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  std::string name() const override { return "SoftMarginLoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::soft_margin_loss(input, target, reduction);
+  }
+};
+
+/// `weight` (a buffer "weight" when defined) scales each class.
+class MultiLabelSoftMarginLoss : public Loss {
+ public:
+  explicit MultiLabelSoftMarginLoss(Reduction reduction = Reduction::Mean, Tensor weight = Tensor())
+      : Loss(reduction), weight(std::move(weight)) {
+    if (this->weight.defined()) register_buffer("weight", this->weight);
+  }
+  /// PyTorch's argument order: MultiLabelSoftMarginLoss(weight, reduction).
+  explicit MultiLabelSoftMarginLoss(Tensor weight, Reduction reduction = Reduction::Mean)
+      : MultiLabelSoftMarginLoss(reduction, std::move(weight)) {}
+  std::string name() const override { return "MultiLabelSoftMarginLoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::multilabel_soft_margin_loss(input, target, weight, reduction);
+  }
+  Tensor weight;
+};
+
+/// `weight` (a buffer "weight" when defined) scales each target class.
+class MultiMarginLoss : public Loss {
+ public:
+  explicit MultiMarginLoss(int64_t p = 1, double margin = 1.0, Tensor weight = Tensor(),
+                           Reduction reduction = Reduction::Mean)
+      : Loss(reduction), p(p), margin(margin), weight(std::move(weight)) {
+    if (this->weight.defined()) register_buffer("weight", this->weight);
+  }
+  explicit MultiMarginLoss(Reduction reduction) : MultiMarginLoss(1, 1.0, Tensor(), reduction) {}
+  std::string name() const override { return "MultiMarginLoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::multi_margin_loss(input, target, p, margin, weight, reduction);
+  }
+  int64_t p;
+  double margin;
+  Tensor weight;
+};
+
+class MultiLabelMarginLoss : public Loss {
+ public:
+  explicit MultiLabelMarginLoss(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  std::string name() const override { return "MultiLabelMarginLoss"; }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::multilabel_margin_loss(input, target, reduction);
+  }
+};
+
+/// forward(input1, input2, target).
+class CosineEmbeddingLoss : public Loss3 {
+ public:
+  explicit CosineEmbeddingLoss(double margin = 0.0, Reduction reduction = Reduction::Mean)
+      : Loss3(reduction, "target"), margin(margin) {}
+  explicit CosineEmbeddingLoss(Reduction reduction) : CosineEmbeddingLoss(0.0, reduction) {}
+  std::string name() const override { return "CosineEmbeddingLoss"; }
+  using Loss3::forward;
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) override {
+    return functional::cosine_embedding_loss(input1, input2, target, margin, reduction);
+  }
+  double margin;
+};
+
+/// forward(anchor, positive, negative); margin must be positive.
+class TripletMarginLoss : public Loss3 {
+ public:
+  explicit TripletMarginLoss(double margin = 1.0, double p = 2.0, double eps = 1e-6, bool swap = false,
+                             Reduction reduction = Reduction::Mean);
+  explicit TripletMarginLoss(Reduction reduction) : TripletMarginLoss(1.0, 2.0, 1e-6, false, reduction) {}
+  std::string name() const override { return "TripletMarginLoss"; }
+  using Loss3::forward;
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) override {
+    return functional::triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction);
+  }
+  double margin;
+  double p;
+  double eps;
+  bool swap;
+};
+
+/// forward(anchor, positive, negative) with any distance (pairwise_distance when empty); margin
+/// must be positive.
+class TripletMarginWithDistanceLoss : public Loss3 {
+ public:
+  explicit TripletMarginWithDistanceLoss(functional::DistanceFunction distance_function = {}, double margin = 1.0,
+                                         bool swap = false, Reduction reduction = Reduction::Mean);
+  explicit TripletMarginWithDistanceLoss(Reduction reduction)
+      : TripletMarginWithDistanceLoss(functional::DistanceFunction(), 1.0, false, reduction) {}
+  std::string name() const override { return "TripletMarginWithDistanceLoss"; }
+  using Loss3::forward;
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) override {
+    return functional::triplet_margin_with_distance_loss(anchor, positive, negative, distance_function, margin, swap,
+                                                         reduction);
+  }
+  functional::DistanceFunction distance_function;
+  double margin;
+  bool swap;
 };
 
 }  // namespace ember::nn
