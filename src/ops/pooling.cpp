@@ -1,6 +1,7 @@
 // The 2-D pooling ops (nn::functional's and the layers' are thin wrappers over these):
 // PyTorch's argument checks and output-size rules, one backend call forward, one recorded node
-// whose backward is one backend call.
+// whose backward is one backend call. The 1-D ops (ember/pool1d.h) check their own arguments and
+// run the 2-D ones over a height of one, as PyTorch's do.
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/ops.h"
+#include "ember/pool1d.h"
 
 namespace ember {
 
@@ -129,6 +131,16 @@ std::pair<Tensor, Tensor> run_pool(const Tensor& input, const Pool2dArgs& args, 
   return {out, indices};
 }
 
+// PyTorch's checkDimRange(name, self, 2, 4) and check1d, which the 1-D ops run first.
+void check_pool1d_rank(const Tensor& input, const char* op) {
+  EMBER_CHECK(input.dim() >= 2 && input.dim() < 4, "Expected 2 to 3 dimensions, but got ", input.dim(),
+              "-dimensional tensor for argument #1 'self' (while checking arguments for ", op, ")");
+}
+
+void check_one_value(IntList values, const char* op, const char* argument) {
+  EMBER_CHECK(values.size() == 1, op, "() argument '", argument, "' should contain one int (got ", values.size(), ")");
+}
+
 std::pair<Tensor, Tensor> max_pool_impl(const Tensor& input, IntList kernel_size, IntList stride, IntList padding,
                                         IntList dilation, bool ceil_mode, bool want_indices) {
   detail::check_defined(input, "max_pool2d");
@@ -217,6 +229,81 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntList output_size) {
   }
   check_floating(input, "adaptive_avg_pool2d");
   return run_pool(input, a, out[0], out[1], "AdaptiveAvgPool2DBackward0").first;
+}
+
+// ---- 1-D pooling: the 2-D ops over [N, C, 1, L] ----
+
+Tensor max_pool1d(const Tensor& input, IntList kernel_size, IntList stride, IntList padding, IntList dilation,
+                  bool ceil_mode) {
+  detail::OpContext context("max_pool1d", {{"input", &input}});
+  detail::check_defined(input, "max_pool1d");
+  // PyTorch's max_pool1d and check_max_pool1d, which run before either of its paths (its own CPU
+  // kernel, or max_pool1d_with_indices when a gradient is needed or off the CPU).
+  const int64_t ndim = input.dim();
+  EMBER_CHECK((ndim == 2 && input.size(0) != 0 && input.size(1) != 0) ||
+                  (ndim == 3 && input.size(1) != 0 && input.size(2) != 0),
+              "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:",
+              detail::shape_str(input.sizes()));
+  EMBER_CHECK(kernel_size.size() == 1,
+              "max_pool1d() kernel_size must be an int, list of ints or tuple of ints of size 1 but got size ",
+              kernel_size.size());
+  EMBER_CHECK(stride.empty() || stride.size() == 1,
+              "max_pool1d() stride must be None, an int, list of ints, or tuple of ints of size 1 but got size ",
+              stride.size());
+  EMBER_CHECK(padding.size() == 1,
+              "max_pool1d() padding must be an int, list of ints, or tuple of ints of size 1 but got size ",
+              padding.size());
+  EMBER_CHECK(dilation.size() == 1,
+              "max_pool1d() dilation must be an int, list of ints or tuple of ints of size 1 but got size ",
+              dilation.size());
+  const int64_t k = kernel_size[0], s = stride.empty() ? k : stride[0], p = padding[0], d = dilation[0];
+  EMBER_CHECK(k > 0, "max_pool1d() kernel_size must be greater than zero, but got ", k);
+  EMBER_CHECK(s > 0, "max_pool1d() stride must be greater than zero, but got ", s);
+  EMBER_CHECK(p >= 0, "max_pool1d() padding must be non-negative, but got ", p);
+  EMBER_CHECK(p <= k / 2, "max_pool1d() padding should be at most half of kernel size, but got padding=", p,
+              " and kernel_size=", k);
+  EMBER_CHECK(d > 0, "max_pool1d() dilation must be greater than zero, but got ", d);
+  const int64_t out_l = pooled_size(input.size(-1), k, p, s, d, ceil_mode);
+  EMBER_CHECK(out_l > 0, "max_pool1d() Invalid computed output size: ", out_l);
+  check_floating(input, "max_pool1d_impl");
+  return max_pool2d(input.unsqueeze(-2), {1, k}, {1, s}, {0, p}, {1, d}, ceil_mode).squeeze(-2);
+}
+
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, IntList kernel_size, IntList stride,
+                                                   IntList padding, IntList dilation, bool ceil_mode) {
+  detail::OpContext context("max_pool1d_with_indices", {{"input", &input}});
+  detail::check_defined(input, "max_pool1d_with_indices");
+  if (stride.empty()) stride = kernel_size;
+  check_pool1d_rank(input, "max_pool1d");
+  check_one_value(kernel_size, "max_pool1d", "kernel_size");
+  check_one_value(stride, "max_pool1d", "stride");
+  check_one_value(padding, "max_pool1d", "padding");
+  check_one_value(dilation, "max_pool1d", "dilation");
+  auto [out, indices] = max_pool2d_with_indices(input.unsqueeze(-2), {1, kernel_size[0]}, {1, stride[0]},
+                                                {0, padding[0]}, {1, dilation[0]}, ceil_mode);
+  return {out.squeeze(-2), indices.squeeze(-2)};
+}
+
+Tensor avg_pool1d(const Tensor& input, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
+                  bool count_include_pad) {
+  detail::OpContext context("avg_pool1d", {{"input", &input}});
+  detail::check_defined(input, "avg_pool1d");
+  if (stride.empty()) stride = kernel_size;
+  check_pool1d_rank(input, "avg_pool1d");
+  check_one_value(kernel_size, "avg_pool1d", "kernel_size");
+  check_one_value(stride, "avg_pool1d", "stride");
+  check_one_value(padding, "avg_pool1d", "padding");
+  return avg_pool2d(input.unsqueeze(-2), {1, kernel_size[0]}, {1, stride[0]}, {0, padding[0]}, ceil_mode,
+                    count_include_pad)
+      .squeeze(-2);
+}
+
+Tensor adaptive_avg_pool1d(const Tensor& input, IntList output_size) {
+  detail::OpContext context("adaptive_avg_pool1d", {{"input", &input}});
+  detail::check_defined(input, "adaptive_avg_pool1d");
+  check_pool1d_rank(input, "adaptive_avg_pool1d");
+  check_one_value(output_size, "adaptive_avg_pool1d", "output_size");
+  return adaptive_avg_pool2d(input.unsqueeze(-2), {1, output_size[0]}).squeeze(-2);
 }
 
 }  // namespace ember
