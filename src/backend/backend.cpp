@@ -25,13 +25,18 @@ namespace ember {
 #define EMBER_CASE_ReduceOp(name, str) \
   case ReduceOp::name:                 \
     return str;
+#define EMBER_CASE_ActivationOp(name, str) \
+  case ActivationOp::name:                 \
+    return str;
 EMBER_NAME_FN(UnaryOp, EMBER_UNARY_OPS)
 EMBER_NAME_FN(BinaryOp, EMBER_BINARY_OPS)
 EMBER_NAME_FN(ReduceOp, EMBER_REDUCE_OPS)
+EMBER_NAME_FN(ActivationOp, EMBER_ACTIVATION_OPS)
 #undef EMBER_NAME_FN
 #undef EMBER_CASE_UnaryOp
 #undef EMBER_CASE_BinaryOp
 #undef EMBER_CASE_ReduceOp
+#undef EMBER_CASE_ActivationOp
 
 bool is_comparison(BinaryOp op) {
   switch (op) {

@@ -38,11 +38,13 @@ enum class UnaryOp : uint8_t {
 };
 enum class BinaryOp : uint8_t { EMBER_BINARY_OPS(EMBER_ENUM) };
 enum class ReduceOp : uint8_t { EMBER_REDUCE_OPS(EMBER_ENUM) };
+enum class ActivationOp : uint8_t { EMBER_ACTIVATION_OPS(EMBER_ENUM) };
 #undef EMBER_ENUM
 
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 const char* op_name(ReduceOp op);
+const char* op_name(ActivationOp op);
 bool is_comparison(BinaryOp op);
 
 /// A non-owning view of a tensor's elements: what kernels receive.
@@ -79,6 +81,15 @@ struct RandomArgs {
   Distribution distribution = Distribution::Uniform;
   double a = 0.0;  // uniform: low;  normal: mean;  randint: low
   double b = 1.0;  // uniform: high; normal: std;   randint: high (exclusive)
+};
+
+/// The parameters of an ActivationOp, in PyTorch's argument order; unused ones are 0.
+///   elu: alpha, scale, input_scale (ELU: a, 1, 1; SELU: its constants; CELU: a, 1, 1/a)
+///   leaky_relu: negative_slope;  hardtanh: min_val, max_val;  softplus: beta, threshold
+///   threshold: threshold, value;  hardshrink, softshrink: lambd
+///   hardsigmoid, hardswish, mish, log_sigmoid: none
+struct ActivationArgs {
+  double p[3] = {0.0, 0.0, 0.0};
 };
 
 /// A 2-D convolution's geometry, [height, width] pairs as in torch.nn.functional.conv2d.

@@ -613,3 +613,7 @@ struct Clamp {
 };
 
 }  // namespace ember::kernels
+
+// The rounding, logarithm/exponential variants, trigonometric, hyperbolic and special functions,
+// and remainder/fmod/atan2/hypot: one more file of functors in the same conventions.
+#include "kernels/math_ops.h"  // IWYU pragma: export

@@ -38,10 +38,47 @@ EMBER_KMATH_UNARY(sin, sinf, sin, sin)
 EMBER_KMATH_UNARY(cos, cosf, cos, cos)
 EMBER_KMATH_UNARY(abs, fabsf, fabs, fabs)
 EMBER_KMATH_UNARY(trunc, truncf, trunc, trunc)
+EMBER_KMATH_UNARY(floor, floorf, floor, floor)
+EMBER_KMATH_UNARY(ceil, ceilf, ceil, ceil)
+EMBER_KMATH_UNARY(nearbyint, nearbyintf, nearbyint, nearbyint)  // half to even, as torch.round
+EMBER_KMATH_UNARY(log2, log2f, log2, log2)
+EMBER_KMATH_UNARY(log10, log10f, log10, log10)
+EMBER_KMATH_UNARY(exp2, exp2f, exp2, exp2)
+EMBER_KMATH_UNARY(tan, tanf, tan, tan)
+EMBER_KMATH_UNARY(asin, asinf, asin, asin)
+EMBER_KMATH_UNARY(acos, acosf, acos, acos)
+EMBER_KMATH_UNARY(atan, atanf, atan, atan)
+EMBER_KMATH_UNARY(sinh, sinhf, sinh, sinh)
+EMBER_KMATH_UNARY(cosh, coshf, cosh, cosh)
+EMBER_KMATH_UNARY(asinh, asinhf, asinh, asinh)
+EMBER_KMATH_UNARY(acosh, acoshf, acosh, acosh)
+EMBER_KMATH_UNARY(atanh, atanhf, atanh, atanh)
 EMBER_KMATH_BINARY(pow, powf, pow, pow)
+EMBER_KMATH_BINARY(fmod, fmodf, fmod, fmod)
+EMBER_KMATH_BINARY(atan2, atan2f, atan2, atan2)
+EMBER_KMATH_BINARY(hypot, hypotf, hypot, hypot)
 
 #undef EMBER_KMATH_UNARY
 #undef EMBER_KMATH_BINARY
+
+/// log(|Gamma(x)|). On the host the reentrant lgamma_r: std::lgamma writes the global `signgam`,
+/// a data race when threads evaluate it at once.
+EMBER_HD inline float lgamma(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::lgammaf(x);
+#else
+  int sign = 0;
+  return ::lgammaf_r(x, &sign);
+#endif
+}
+EMBER_HD inline double lgamma(double x) {
+#if defined(__CUDA_ARCH__)
+  return ::lgamma(x);
+#else
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+#endif
+}
 
 /// 1 / sqrt(x). The device has a dedicated (correctly rounded to ~1 ulp) instruction.
 EMBER_HD inline float rsqrt(float x) {

@@ -22,7 +22,33 @@
   X(LogicalNot, "logical_not") \
   X(IsFinite, "isfinite")      \
   X(IsNan, "isnan")            \
-  X(IsInf, "isinf")
+  X(IsInf, "isinf")            \
+  X(Floor, "floor")            \
+  X(Ceil, "ceil")              \
+  X(Round, "round")            \
+  X(Trunc, "trunc")            \
+  X(Frac, "frac")              \
+  X(Sign, "sign")              \
+  X(Log1p, "log1p")            \
+  X(Expm1, "expm1")            \
+  X(Log2, "log2")              \
+  X(Log10, "log10")            \
+  X(Exp2, "exp2")              \
+  X(Reciprocal, "reciprocal")  \
+  X(Tan, "tan")                \
+  X(Asin, "asin")              \
+  X(Acos, "acos")              \
+  X(Atan, "atan")              \
+  X(Sinh, "sinh")              \
+  X(Cosh, "cosh")              \
+  X(Asinh, "asinh")            \
+  X(Acosh, "acosh")            \
+  X(Atanh, "atanh")            \
+  X(Erfc, "erfc")              \
+  X(Erfinv, "erfinv")          \
+  X(Lgamma, "lgamma")          \
+  X(Digamma, "digamma")        \
+  X(Trigamma, "polygamma")
 
 // Binary ops whose output dtype equals the computation dtype.
 #define EMBER_ARITH_BINARY_OPS(X)            \
@@ -38,7 +64,11 @@
   X(TanhBackward, "tanh_backward")           \
   X(GeluBackward, "gelu_backward")           \
   X(GeluTanhBackward, "gelu_backward")       \
-  X(SiluBackward, "silu_backward")
+  X(SiluBackward, "silu_backward")           \
+  X(Remainder, "remainder")                  \
+  X(Fmod, "fmod")                            \
+  X(Atan2, "atan2")                          \
+  X(Hypot, "hypot")
 
 // Binary ops that produce bool.
 #define EMBER_COMPARE_BINARY_OPS(X) \
@@ -62,3 +92,18 @@
   X(ArgMax, "argmax")       \
   X(ArgMin, "argmin")       \
   X(Var, "var")
+
+// Activations with parameters (kernels/activation_ops.h): X(EnumName, "name"). Each has a forward
+// functor Name<C> and a backward functor NameBackward<C> of (grad, input).
+#define EMBER_ACTIVATION_OPS(X) \
+  X(Elu, "elu")                 \
+  X(LeakyRelu, "leaky_relu")    \
+  X(Hardtanh, "hardtanh")       \
+  X(Softplus, "softplus")       \
+  X(Threshold, "threshold")     \
+  X(Hardshrink, "hardshrink")   \
+  X(Softshrink, "softshrink")   \
+  X(Hardsigmoid, "hardsigmoid") \
+  X(Hardswish, "hardswish")     \
+  X(Mish, "mish")               \
+  X(LogSigmoid, "log_sigmoid")

@@ -180,7 +180,7 @@ class HostDeviceBackend final : public ember::Backend {
   template <typename First, typename... Rest>
   static std::string label(std::string_view entry, const First& first, const Rest&...) {
     if constexpr (std::is_same_v<First, ember::UnaryOp> || std::is_same_v<First, ember::BinaryOp> ||
-                  std::is_same_v<First, ember::ReduceOp>) {
+                  std::is_same_v<First, ember::ReduceOp> || std::is_same_v<First, ember::ActivationOp>) {
       return ember::op_name(first);
     } else {
       return std::string(entry);
