@@ -64,6 +64,114 @@ Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, const char* approximate = "none");
 Tensor silu(const Tensor& x);
 
+// Rounding and sign: integer tensors come back unchanged (a copy); the gradient is zero.
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+/// Rounds half to even (round(2.5) = 2); with `decimals`, to that many decimal places (negative:
+/// to tens, hundreds, ...), as torch.round(x, decimals=d). Floating inputs only when decimals != 0.
+Tensor round(const Tensor& x, int64_t decimals = 0);
+Tensor trunc(const Tensor& x);
+/// x - trunc(x); floating types only.
+Tensor frac(const Tensor& x);
+/// -1, 0 or 1 (0 for NaN, as PyTorch's CPU); bool stays bool.
+Tensor sign(const Tensor& x);
+/// x * x, as torch.square (integer tensors stay integer).
+Tensor square(const Tensor& x);
+
+// Floating functions: integer and bool inputs are computed in the default float type.
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
+Tensor exp2(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor erfc(const Tensor& x);
+/// The inverse of erf: ±inf at ±1, NaN outside [-1, 1].
+Tensor erfinv(const Tensor& x);
+/// log |Gamma(x)|.
+Tensor lgamma(const Tensor& x);
+/// d/dx log Gamma(x): -inf at +0, NaN at the negative integers. Differentiable once (ember has no
+/// polygamma(2, x) for the second derivative).
+Tensor digamma(const Tensor& x);
+
+/// Python's modulus: the result takes the divisor's sign (torch.remainder). Integer division by
+/// zero raises ZeroDivisionError on the CPU.
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Scalar& b);
+/// C's modulus: the result takes the dividend's sign (torch.fmod).
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Scalar& b);
+/// The angle of the point (b, a), in (-pi, pi]; integer inputs give float.
+Tensor atan2(const Tensor& a, const Tensor& b);
+/// sqrt(a^2 + b^2) without overflow; floating inputs only.
+Tensor hypot(const Tensor& a, const Tensor& b);
+/// a + weight * (b - a), in PyTorch's two-sided form (exact at weight 1).
+Tensor lerp(const Tensor& a, const Tensor& b, const Scalar& weight);
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& weight);
+/// clamp's other name.
+inline Tensor clip(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) {
+  return clamp(x, min, max);
+}
+
+// Activations with parameters (src/ops/activation.cpp; PyTorch's torch.nn.functional names and
+// defaults). Floating inputs only; each has a fused backward kernel.
+/// x > 0 ? x : alpha (exp(x) - 1).
+Tensor elu(const Tensor& x, double alpha = 1.0);
+/// scale * elu(x, alpha) with the self-normalising constants.
+Tensor selu(const Tensor& x);
+/// max(0, x) + min(0, alpha (exp(x / alpha) - 1)); alpha must not be 0.
+Tensor celu(const Tensor& x, double alpha = 1.0);
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+/// clamp(x, min_val, max_val) with a zero gradient on the bounds.
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
+/// hardtanh(x, 0, 6).
+Tensor relu6(const Tensor& x);
+/// log(1 + exp(beta x)) / beta, or x where beta x > threshold.
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+/// x where x > threshold, else value.
+Tensor threshold(const Tensor& x, double threshold, double value);
+Tensor hardshrink(const Tensor& x, double lambd = 0.5);
+Tensor softshrink(const Tensor& x, double lambd = 0.5);
+Tensor hardsigmoid(const Tensor& x);
+Tensor hardswish(const Tensor& x);
+Tensor mish(const Tensor& x);
+/// log(sigmoid(x)), finite for every finite x.
+Tensor logsigmoid(const Tensor& x);
+/// x / (1 + |x|).
+Tensor softsign(const Tensor& x);
+/// x - tanh(x).
+Tensor tanhshrink(const Tensor& x);
+/// a * sigmoid(b) for the two halves a, b of x along `dim` (whose size must be even).
+Tensor glu(const Tensor& x, int64_t dim = -1);
+/// x > 0 ? x : weight x, weight (1 or C values) broadcast along dimension 1 (the channels).
+Tensor prelu(const Tensor& x, const Tensor& weight);
+/// Randomized leaky ReLU: while training, each negative element is scaled by a slope drawn
+/// uniformly from [lower, upper]; otherwise by their mean (leaky_relu).
+Tensor rrelu(const Tensor& x, double lower = 1.0 / 8.0, double upper = 1.0 / 3.0, bool training = false);
+/// softmax(-x) along dim.
+Tensor softmin(const Tensor& x, int64_t dim);
+/// In-place forms (torch.nn.functional's elu_, ..., and the inplace=True of the modules): the
+/// result is written into x, which must not need its old values elsewhere in the graph.
+Tensor& elu_(Tensor& x, double alpha = 1.0);
+Tensor& selu_(Tensor& x);
+Tensor& celu_(Tensor& x, double alpha = 1.0);
+Tensor& leaky_relu_(Tensor& x, double negative_slope = 0.01);
+Tensor& hardtanh_(Tensor& x, double min_val = -1.0, double max_val = 1.0);
+Tensor& threshold_(Tensor& x, double threshold, double value);
+Tensor& hardsigmoid_(Tensor& x);
+Tensor& hardswish_(Tensor& x);
+Tensor& mish_(Tensor& x);
+Tensor& rrelu_(Tensor& x, double lower = 1.0 / 8.0, double upper = 1.0 / 3.0, bool training = false);
+
 // Reductions. `dims` empty means all dimensions.
 Tensor sum(const Tensor& x, IntList dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, IntList dims = {}, bool keepdim = false);
@@ -140,3 +248,7 @@ Dtype result_type(const Tensor& a, const Scalar& b);
 Dims broadcast_shapes(IntList a, IntList b);
 
 }  // namespace ember
+
+// Op families declared in headers of their own, part of the same public surface.
+#include "ember/pad.h"     // IWYU pragma: export
+#include "ember/pool1d.h"  // IWYU pragma: export

@@ -125,6 +125,8 @@ class Tensor {
   Tensor expand(IntList sizes) const;
   Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// Splits dimension `dim` into `sizes` (one entry may be -1), the inverse of flatten.
+  Tensor unflatten(int64_t dim, IntList sizes) const;
   Tensor as_strided(IntList sizes, IntList strides, std::optional<int64_t> storage_offset = std::nullopt) const;
 
   // ---- copies ----
@@ -173,6 +175,39 @@ class Tensor {
   Tensor sigmoid() const;
   Tensor relu() const;
   Tensor gelu() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round(int64_t decimals = 0) const;
+  Tensor trunc() const;
+  Tensor frac() const;
+  Tensor sign() const;
+  Tensor square() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor log2() const;
+  Tensor log10() const;
+  Tensor exp2() const;
+  Tensor reciprocal() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  Tensor erf() const;
+  Tensor erfc() const;
+  Tensor erfinv() const;
+  Tensor lgamma() const;
+  Tensor digamma() const;
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(const Scalar& other) const;
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(const Scalar& other) const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const;

@@ -1,4 +1,8 @@
-// Element-wise ops: type promotion, broadcasting and device checks, then one backend call.
+// Binary element-wise ops, where, clamp and masked_fill, the in-place forms and the operators:
+// type promotion, broadcasting and device checks, then one backend call. The unary ops are in
+// unary.cpp.
+#include "ops/elementwise.h"
+
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -16,19 +20,23 @@ namespace ember {
 
 using detail::check_defined;
 using detail::make_tensor;
+using ops::assign_result;
+using ops::binary;
+using ops::binary_impl;
 using ops::prepare_operand;
+using ops::unary;
 
 namespace {
 
 // The dtype an arithmetic binary op computes in (and returns), with PyTorch's special cases.
 Dtype arith_dtype(BinaryOp op, Dtype promoted) {
-  if (op == BinaryOp::Div && !is_floating_point(promoted)) return kFloat32;  // true division
+  if ((op == BinaryOp::Div || op == BinaryOp::Atan2) && !is_floating_point(promoted)) {
+    return kFloat32;  // true division; atan2 of integers
+  }
   return promoted;
 }
 
 using autograd::SavedTensor;
-
-Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted);
 
 // Backward formulas of the arithmetic binary ops. Gradients come back in the output's shape and
 // dtype; autograd::record sums them down to each input's shape and casts them to its dtype.
@@ -89,116 +97,45 @@ void record_binary(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b) {
         return std::vector<Tensor>{binary_impl(BinaryOp::ThresholdBackward, g, sb.get(), g.dtype()), Tensor()};
       });
       return;
+    case BinaryOp::Remainder:
+    case BinaryOp::Fmod: {
+      // d/db (a - q b) = -q, q = a / b rounded down (remainder) or toward zero (fmod).
+      const bool floored = op == BinaryOp::Remainder;
+      autograd::record(out, floored ? "RemainderBackward0" : "FmodBackward0", {&a, &b},
+                       [sa = b.requires_grad() ? SavedTensor(a) : SavedTensor(),
+                        sb = b.requires_grad() ? SavedTensor(b) : SavedTensor(), floored](const Tensor& g) {
+                         Tensor x = sa.get(), y = sb.get();
+                         Tensor gb;
+                         if (y.defined()) {
+                           Tensor q = x / y;
+                           gb = -g * (floored ? floor(q) : trunc(q));
+                         }
+                         return std::vector<Tensor>{g, gb};
+                       });
+      return;
+    }
+    case BinaryOp::Atan2:
+      autograd::record(out, "Atan2Backward0", {&a, &b}, [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
+        Tensor x = sa.get(), y = sb.get();
+        Tensor scale = g / (x * x + y * y);
+        return std::vector<Tensor>{scale * y, -scale * x};
+      });
+      return;
+    case BinaryOp::Hypot:
+      autograd::record(out, "HypotBackward0", {&a, &b},
+                       [sa = SavedTensor(a), sb = SavedTensor(b), sout = SavedTensor::output(out)](const Tensor& g) {
+                         Tensor scale = g / sout.get();
+                         return std::vector<Tensor>{scale * sa.get(), scale * sb.get()};
+                       });
+      return;
     default:
       return;  // comparisons and logical ops are not differentiable
   }
 }
 
-/// An activation's backward: one fused kernel (`fused`, of the gradient and the saved tensor)
-/// when the backward is not itself recorded, the formula as ops (`composed`) when it is
-/// (create_graph), so that it can be differentiated again.
-template <typename Composed>
-Tensor activation_backward(BinaryOp fused, const Tensor& g, const Tensor& saved, const Composed& composed) {
-  if (GradMode::is_enabled()) return composed(g, saved);
-  return binary_impl(fused, g, saved, g.dtype());
-}
+}  // namespace
 
-void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
-  // The backward formula is stored as is (no std::function inside the node's std::function);
-  // x and out are saved only by the formulas that read them.
-  auto rec = [&](const char* name, auto f) {
-    autograd::record(out, name, {&x}, [f = std::move(f)](const Tensor& g) { return std::vector<Tensor>{f(g)}; });
-  };
-  constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
-  switch (op) {
-    case UnaryOp::Neg:
-      rec("NegBackward0", [](const Tensor& g) { return -g; });
-      return;
-    case UnaryOp::Abs:
-      rec("AbsBackward0", [sx = SavedTensor(x)](const Tensor& g) {
-        Tensor v = sx.get();
-        return g * (gt(v, zeros_like(v)).to(g.dtype()) - lt(v, zeros_like(v)).to(g.dtype()));
-      });
-      return;
-    case UnaryOp::Exp:
-      rec("ExpBackward0", [sout = SavedTensor::output(out)](const Tensor& g) { return g * sout.get(); });
-      return;
-    case UnaryOp::Log:
-      rec("LogBackward0", [sx = SavedTensor(x)](const Tensor& g) { return g / sx.get(); });
-      return;
-    case UnaryOp::Sqrt:
-      rec("SqrtBackward0", [sout = SavedTensor::output(out)](const Tensor& g) { return g / (2 * sout.get()); });
-      return;
-    case UnaryOp::Rsqrt:
-      rec("RsqrtBackward0", [sout = SavedTensor::output(out)](const Tensor& g) {
-        Tensor r = sout.get();
-        return -0.5 * g * r * r * r;
-      });
-      return;
-    case UnaryOp::Sin:
-      rec("SinBackward0", [sx = SavedTensor(x)](const Tensor& g) { return g * cos(sx.get()); });
-      return;
-    case UnaryOp::Cos:
-      rec("CosBackward0", [sx = SavedTensor(x)](const Tensor& g) { return -g * sin(sx.get()); });
-      return;
-    case UnaryOp::Tanh:
-      rec("TanhBackward0", [sout = SavedTensor::output(out)](const Tensor& g) {
-        return activation_backward(BinaryOp::TanhBackward, g, sout.get(),
-                                   [](const Tensor& grad, const Tensor& t) { return grad * (1 - t * t); });
-      });
-      return;
-    case UnaryOp::Erf:
-      rec("ErfBackward0", [sx = SavedTensor(x)](const Tensor& g) {
-        Tensor v = sx.get();
-        return g * (2 * kInvSqrt2Pi * std::numbers::sqrt2) * exp(-(v * v));
-      });
-      return;
-    case UnaryOp::Sigmoid:
-      rec("SigmoidBackward0", [sout = SavedTensor::output(out)](const Tensor& g) {
-        return activation_backward(BinaryOp::SigmoidBackward, g, sout.get(),
-                                   [](const Tensor& grad, const Tensor& s) { return grad * (1 - s) * s; });
-      });
-      return;
-    case UnaryOp::Relu:
-      rec("ReluBackward0", [sout = SavedTensor(out)](const Tensor& g) {
-        return binary_impl(BinaryOp::ThresholdBackward, g, sout.get(), g.dtype());
-      });
-      return;
-    case UnaryOp::Gelu:
-      rec("GeluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
-        return activation_backward(BinaryOp::GeluBackward, g, sx.get(), [](const Tensor& grad, const Tensor& v) {
-          Tensor cdf = 0.5 * (1 + erf(v * (1 / std::numbers::sqrt2)));
-          Tensor pdf = exp(-0.5 * v * v) * kInvSqrt2Pi;
-          return grad * (cdf + v * pdf);
-        });
-      });
-      return;
-    case UnaryOp::GeluTanh:
-      rec("GeluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
-        return activation_backward(BinaryOp::GeluTanhBackward, g, sx.get(), [](const Tensor& grad, const Tensor& v) {
-          const double beta = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, kappa = 0.044715;
-          Tensor inner = beta * (v + kappa * v * v * v);
-          Tensor t = tanh(inner);
-          Tensor d_inner = beta * (1 + 3 * kappa * v * v);
-          return grad * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * d_inner);
-        });
-      });
-      return;
-    case UnaryOp::Silu:
-      rec("SiluBackward0", [sx = SavedTensor(x)](const Tensor& g) {
-        return activation_backward(BinaryOp::SiluBackward, g, sx.get(), [](const Tensor& grad, const Tensor& v) {
-          Tensor s = sigmoid(v);
-          return grad * s * (1 + v * (1 - s));
-        });
-      });
-      return;
-    case UnaryOp::LogicalNot:
-    case UnaryOp::IsFinite:
-    case UnaryOp::IsNan:
-    case UnaryOp::IsInf:
-      return;  // bool results carry no gradient
-  }
-}
+namespace ops {
 
 Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, Dtype promoted) {
   const Device device = ops::common_device({&a, &b});
@@ -238,6 +175,10 @@ Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b) {
   return binary_impl(op, ops::wrap_scalar(a, promoted, b.device()), b, promoted);
 }
 
+}  // namespace ops
+
+namespace {
+
 // out = a + alpha * b, for add/sub with alpha != 1.
 Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   detail::OpContext context("add", {{"input", &a}, {"other", &b}});
@@ -259,9 +200,10 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   return out;
 }
 
-// In-place ops compute out of place, then write the result into self. The result must keep
-// self's shape and be castable to its dtype. While recording, self's history becomes the
-// result's node (h.add_(y): AddBackward0 over h's old history and y).
+}  // namespace
+
+namespace ops {
+
 Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
   EMBER_CHECK(same_dims(result.sizes(), self.sizes()), "output with shape ", detail::shape_str(self.sizes()),
               " doesn't match the broadcast shape ", detail::shape_str(result.sizes()));
@@ -278,60 +220,14 @@ Tensor& assign_result(Tensor& self, const Tensor& result, const char* op) {
   return self;
 }
 
+}  // namespace ops
+
+namespace {
+
 // What mul_ and div_ compute from: their node keeps self for `other`'s gradient, and the write
 // would change what it kept, so then they read a copy (as PyTorch keeps the original self).
 Tensor operand_for_inplace(const Tensor& self, const Tensor& other) {
   return autograd::needs_grad({&other}) ? self.clone() : self;
-}
-
-enum class FloatRule { Keep, Promote, FloatingOnly };
-
-FloatRule float_rule(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Exp:
-    case UnaryOp::Log:
-    case UnaryOp::Sqrt:
-    case UnaryOp::Rsqrt:
-    case UnaryOp::Sin:
-    case UnaryOp::Cos:
-    case UnaryOp::Tanh:
-    case UnaryOp::Sigmoid:
-    case UnaryOp::Erf:
-      return FloatRule::Promote;
-    case UnaryOp::Gelu:
-    case UnaryOp::GeluTanh:
-    case UnaryOp::Silu:
-      return FloatRule::FloatingOnly;
-    default:
-      return FloatRule::Keep;
-  }
-}
-
-Tensor unary(UnaryOp op, const Tensor& x) {
-  detail::OpContext context(op_name(op), {{"input", &x}});
-  check_defined(x, op_name(op));
-  Dtype compute = x.dtype();
-  switch (float_rule(op)) {
-    case FloatRule::Promote:
-      compute = ops::to_floating(compute);
-      break;
-    case FloatRule::FloatingOnly:
-      EMBER_CHECK(x.is_floating_point(), "\"", op_name(op), "\" not implemented for '", scalar_type_name(x.dtype()),
-                  "'");
-      break;
-    case FloatRule::Keep:
-      break;
-  }
-  EMBER_CHECK(!(op == UnaryOp::Neg && x.dtype() == kBool),
-              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
-              "the `~` or `logical_not()` operator instead.");
-  const bool predicate =
-      op == UnaryOp::LogicalNot || op == UnaryOp::IsFinite || op == UnaryOp::IsNan || op == UnaryOp::IsInf;
-  const Dtype out_dtype = predicate ? kBool : compute;
-  Tensor out = make_tensor(x.sizes(), out_dtype, x.device());
-  backend_for(x.device()).unary(op, view_of(prepare_operand(x, compute, x.sizes(), x.device())), view_of(out));
-  if (autograd::needs_grad({&x})) record_unary(op, out, x);
-  return out;
 }
 
 }  // namespace
@@ -379,37 +275,51 @@ Tensor gt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Gt, a, b);
 Tensor ge(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Ge, a, b); }
 Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalAnd, a, b); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(BinaryOp::LogicalOr, a, b); }
-Tensor logical_not(const Tensor& a) { return unary(UnaryOp::LogicalNot, a); }
-Tensor isfinite(const Tensor& x) { return unary(UnaryOp::IsFinite, x); }
-Tensor isnan(const Tensor& x) { return unary(UnaryOp::IsNan, x); }
-Tensor isinf(const Tensor& x) { return unary(UnaryOp::IsInf, x); }
 
-Tensor neg(const Tensor& x) { return unary(UnaryOp::Neg, x); }
-Tensor abs(const Tensor& x) { return unary(UnaryOp::Abs, x); }
-Tensor exp(const Tensor& x) {
-  const auto device = amp::detail::autocast_gpu_device(x);  // listed as float32 for CUDA
-  return unary(UnaryOp::Exp, device ? amp::detail::cast(x, *device, kFloat) : x);
+namespace {
+
+// remainder and fmod of integers: PyTorch's CPU kernels raise on a zero divisor. The check reads
+// the divisor, so it is made on the CPU only (a GPU's result there is 0, with no error).
+Tensor integer_modulus(BinaryOp op, const Tensor& a, const Tensor& b) {
+  detail::OpContext context(op_name(op), {{"input", &a}, {"other", &b}});
+  check_defined(a, op_name(op));
+  check_defined(b, op_name(op));
+  const Dtype dtype = result_type(a, b);
+  if (!is_floating_point(dtype) && b.device().is_cpu()) {
+    EMBER_CHECK(!eq(b, zeros_like(b)).to(kInt64).sum().item<bool>(), "ZeroDivisionError");
+  }
+  return binary(op, a, b);
 }
-Tensor log(const Tensor& x) {
-  const auto device = amp::detail::autocast_gpu_device(x);  // listed as float32 for CUDA
-  return unary(UnaryOp::Log, device ? amp::detail::cast(x, *device, kFloat) : x);
+
+}  // namespace
+
+Tensor remainder(const Tensor& a, const Tensor& b) { return integer_modulus(BinaryOp::Remainder, a, b); }
+Tensor remainder(const Tensor& a, const Scalar& b) {
+  const Dtype dtype = result_type(a, b);
+  return integer_modulus(BinaryOp::Remainder, a, ops::wrap_scalar(b, dtype, a.device()));
 }
-Tensor sqrt(const Tensor& x) { return unary(UnaryOp::Sqrt, x); }
-Tensor rsqrt(const Tensor& x) {
-  const auto device = amp::detail::autocast_gpu_device(x);  // listed as float32 for CUDA
-  return unary(UnaryOp::Rsqrt, device ? amp::detail::cast(x, *device, kFloat) : x);
+Tensor fmod(const Tensor& a, const Tensor& b) { return integer_modulus(BinaryOp::Fmod, a, b); }
+Tensor fmod(const Tensor& a, const Scalar& b) {
+  const Dtype dtype = result_type(a, b);
+  return integer_modulus(BinaryOp::Fmod, a, ops::wrap_scalar(b, dtype, a.device()));
 }
-Tensor sin(const Tensor& x) { return unary(UnaryOp::Sin, x); }
-Tensor cos(const Tensor& x) { return unary(UnaryOp::Cos, x); }
-Tensor tanh(const Tensor& x) { return unary(UnaryOp::Tanh, x); }
-Tensor erf(const Tensor& x) { return unary(UnaryOp::Erf, x); }
-Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::Sigmoid, x); }
-Tensor relu(const Tensor& x) { return unary(UnaryOp::Relu, x); }
-Tensor silu(const Tensor& x) { return unary(UnaryOp::Silu, x); }
-Tensor gelu(const Tensor& x, const char* approximate) {
-  const std::string_view mode = approximate ? approximate : "none";
-  EMBER_CHECK(mode == "none" || mode == "tanh", "approximate argument must be either none or tanh (got '", mode, "')");
-  return unary(mode == "tanh" ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+Tensor atan2(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Atan2, a, b); }
+Tensor hypot(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Hypot, a, b); }
+
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& weight) {
+  detail::OpContext context("lerp", {{"input", &a}, {"end", &b}, {"weight", &weight}});
+  check_defined(a, "lerp");
+  check_defined(b, "lerp");
+  check_defined(weight, "lerp");
+  EMBER_CHECK(a.dtype() == b.dtype(), "expected dtype ", scalar_type_name(a.dtype()), " for `end` but got dtype ",
+              scalar_type_name(b.dtype()));
+  EMBER_CHECK(a.is_floating_point(), "\"lerp_kernel_scalar\" not implemented for '", scalar_type_name(a.dtype()), "'");
+  // PyTorch's two-sided formula: from a below weight 1/2, from b above, so lerp(a, b, 1) == b.
+  Tensor diff = b - a;
+  return where(abs(weight) < 0.5, a + weight * diff, b - diff * (1 - weight));
+}
+Tensor lerp(const Tensor& a, const Tensor& b, const Scalar& weight) {
+  return lerp(a, b, ops::wrap_scalar(weight, a.dtype(), a.device()));
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -449,12 +359,13 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
       .clamp(view_of(prepare_operand(x, dtype, x.sizes(), x.device())), min.value_or(0), max.value_or(0),
              min.has_value(), max.has_value(), view_of(out));
   if (autograd::needs_grad({&x})) {
-    // The gradient passes where min <= x <= max.
+    // The gradient passes strictly inside the bounds, min < x < max: on a bound it is 0, as in
+    // PyTorch 2.15 (earlier versions passed it there).
     autograd::record(out, "ClampBackward1", {&x}, [sx = autograd::SavedTensor(x), min, max](const Tensor& g) {
       Tensor v = sx.get();
       Tensor pass = ones_like(v, kBool);
-      if (min) pass = logical_and(pass, v >= *min);
-      if (max) pass = logical_and(pass, v <= *max);
+      if (min) pass = logical_and(pass, v > *min);
+      if (max) pass = logical_and(pass, v < *max);
       return std::vector<Tensor>{g * pass.to(g.dtype())};
     });
   }
@@ -505,16 +416,6 @@ Tensor Tensor::sub(const Tensor& other, const Scalar& alpha) const { return embe
 Tensor Tensor::mul(const Tensor& other) const { return ember::mul(*this, other); }
 Tensor Tensor::div(const Tensor& other) const { return ember::div(*this, other); }
 Tensor Tensor::pow(const Scalar& exponent) const { return ember::pow(*this, exponent); }
-Tensor Tensor::neg() const { return ember::neg(*this); }
-Tensor Tensor::abs() const { return ember::abs(*this); }
-Tensor Tensor::exp() const { return ember::exp(*this); }
-Tensor Tensor::log() const { return ember::log(*this); }
-Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
-Tensor Tensor::rsqrt() const { return ember::rsqrt(*this); }
-Tensor Tensor::tanh() const { return ember::tanh(*this); }
-Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
-Tensor Tensor::relu() const { return ember::relu(*this); }
-Tensor Tensor::gelu() const { return ember::gelu(*this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return ember::clamp(*this, min, max);
 }
@@ -524,6 +425,10 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
 Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
   return ember::masked_fill(*this, mask, value);
 }
+Tensor Tensor::remainder(const Tensor& other) const { return ember::remainder(*this, other); }
+Tensor Tensor::remainder(const Scalar& other) const { return ember::remainder(*this, other); }
+Tensor Tensor::fmod(const Tensor& other) const { return ember::fmod(*this, other); }
+Tensor Tensor::fmod(const Scalar& other) const { return ember::fmod(*this, other); }
 Tensor Tensor::eq(const Tensor& other) const { return ember::eq(*this, other); }
 Tensor Tensor::ne(const Tensor& other) const { return ember::ne(*this, other); }
 Tensor Tensor::lt(const Tensor& other) const { return ember::lt(*this, other); }

@@ -293,6 +293,32 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   return reshape(shape);
 }
 
+Tensor Tensor::unflatten(int64_t dim, IntList sizes) const {
+  EMBER_CHECK(this->dim() > 0, "unflatten: Dimension specified as ", dim, " but tensor has no dimensions");
+  dim = wrap_dim(dim, this->dim());
+  EMBER_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
+  const int64_t size = impl().sizes[dim];
+  int64_t known = 1;
+  int64_t inferred = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) {
+      EMBER_CHECK(inferred < 0, "only one dimension can be inferred");
+      inferred = static_cast<int64_t>(i);
+    } else {
+      known *= sizes[i];
+    }
+  }
+  EMBER_CHECK(inferred >= 0 ? (known != 0 && size % known == 0) : known == size, "unflatten: Provided sizes ",
+              detail::shape_str(sizes), " don't multiply up to the size of dim ", dim, " (", size,
+              ") in the input tensor");
+  Dims shape;
+  for (int64_t i = 0; i < dim; ++i) shape.push_back(impl().sizes[i]);
+  for (size_t i = 0; i < sizes.size(); ++i)
+    shape.push_back(static_cast<int64_t>(i) == inferred ? size / known : sizes[i]);
+  for (int64_t i = dim + 1; i < this->dim(); ++i) shape.push_back(impl().sizes[i]);
+  return view(shape);
+}
+
 Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t> storage_offset) const {
   EMBER_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape");
   int64_t offset = storage_offset.value_or(this->storage_offset());

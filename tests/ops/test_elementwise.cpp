@@ -174,5 +174,15 @@ TEST(ReluBackward, PassesTheGradientOnlyWhereTheOutputIsPositiveOrNan) {
   EXPECT_EQ(g[4].item<double>(), -inf);
 }
 
+// PyTorch 2.15: clamp's gradient is 0 on a bound as well as beyond it (values from PyTorch).
+TEST(ElementwiseGrad, ClampPassesTheGradientOnlyStrictlyInsideTheBounds) {
+  Tensor x = tensor({0.0, 1.0, 1.5, 2.0, 3.0}, kFloat64).requires_grad_();
+  clamp(x, 1.0, 2.0).sum().backward();
+  EXPECT_TRUE(equal(x.grad(), tensor({0.0, 0.0, 1.0, 0.0, 0.0}, kFloat64)));
+  x.set_grad(Tensor());
+  clamp(x, 1.0).sum().backward();
+  EXPECT_TRUE(equal(x.grad(), tensor({0.0, 0.0, 1.0, 1.0, 1.0}, kFloat64)));
+}
+
 }  // namespace
 }  // namespace ember
