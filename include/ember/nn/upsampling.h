@@ -1,0 +1,79 @@
+#pragma once
+/// Upsampling layers: torch.nn's Upsample, UpsamplingNearest2d and UpsamplingBilinear2d, and
+/// torch.nn.functional's interpolate and the deprecated upsample, upsample_nearest and
+/// upsample_bilinear, which they call (the op is ember::interpolate, ember/interpolate.h, which
+/// says what each mode computes).
+///
+/// `size` and `scale_factor` hold one value per spatial dimension or one value for all of them
+/// (a Python int or float); exactly one of them must be given (empty means None).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ember/nn/module.h"
+#include "ember/tensor.h"
+
+namespace ember::nn {
+
+namespace functional {
+
+/// torch.nn.functional.interpolate: see ember::interpolate.
+Tensor interpolate(const Tensor& input, IntList size = {}, const std::vector<double>& scale_factor = {},
+                   std::string_view mode = "nearest", std::optional<bool> align_corners = std::nullopt,
+                   std::optional<bool> recompute_scale_factor = std::nullopt, bool antialias = false);
+/// Deprecated in PyTorch (each warns once, with PyTorch's message): interpolate with these
+/// arguments; upsample_nearest is mode "nearest", upsample_bilinear is mode "bilinear" with
+/// align_corners = true.
+Tensor upsample(const Tensor& input, IntList size = {}, const std::vector<double>& scale_factor = {},
+                std::string_view mode = "nearest", std::optional<bool> align_corners = std::nullopt);
+Tensor upsample_nearest(const Tensor& input, IntList size = {}, const std::vector<double>& scale_factor = {});
+Tensor upsample_bilinear(const Tensor& input, IntList size = {}, const std::vector<double>& scale_factor = {});
+
+}  // namespace functional
+
+/// torch.nn.Upsample: functional::interpolate with the layer's arguments, checked when it runs.
+/// A scale factor of one value 0 counts as none, as PyTorch's `float(s) if s else None`.
+class Upsample : public Module {
+ public:
+  explicit Upsample(std::vector<int64_t> size = {}, std::vector<double> scale_factor = {}, std::string mode = "nearest",
+                    std::optional<bool> align_corners = std::nullopt,
+                    std::optional<bool> recompute_scale_factor = std::nullopt)
+      : size(std::move(size)),
+        scale_factor(std::move(scale_factor)),
+        mode(std::move(mode)),
+        align_corners(align_corners),
+        recompute_scale_factor(recompute_scale_factor) {
+    if (this->scale_factor.size() == 1 && this->scale_factor[0] == 0.0) this->scale_factor.clear();
+  }
+  std::string name() const override { return "Upsample"; }
+  Tensor forward(const Tensor& input) override;
+  /// PyTorch's extra_repr: "scale_factor=2.0, mode='nearest'" or "size=(5, 7), mode='bilinear'".
+  std::string extra_repr() const;
+
+  std::vector<int64_t> size;
+  std::vector<double> scale_factor;
+  std::string mode;
+  std::optional<bool> align_corners;
+  std::optional<bool> recompute_scale_factor;
+};
+
+/// Upsample with mode "nearest" (for 4-D inputs).
+class UpsamplingNearest2d : public Upsample {
+ public:
+  explicit UpsamplingNearest2d(std::vector<int64_t> size = {}, std::vector<double> scale_factor = {})
+      : Upsample(std::move(size), std::move(scale_factor), "nearest") {}
+  std::string name() const override { return "UpsamplingNearest2d"; }
+};
+
+/// Upsample with mode "bilinear" and align_corners = true (for 4-D inputs).
+class UpsamplingBilinear2d : public Upsample {
+ public:
+  explicit UpsamplingBilinear2d(std::vector<int64_t> size = {}, std::vector<double> scale_factor = {})
+      : Upsample(std::move(size), std::move(scale_factor), "bilinear", true) {}
+  std::string name() const override { return "UpsamplingBilinear2d"; }
+};
+
+}  // namespace ember::nn
