@@ -1,8 +1,8 @@
 // torch.nn.functional.interpolate, composed of differentiable ops rather than a kernel of its own.
 // Resampling is separable: each resized dimension is one pass that gathers the neighbours it
-// reads with index_select (an int64 index made on the input's device) and combines them with
-// weights broadcast along that dimension (mul, add), so the gradient is index_select's
-// scatter-add and works on every device. The passes run from the last dimension to the first,
+// reads with index_select (gather along the last dimension; an int64 index made on the input's
+// device) and combines them with weights broadcast along that dimension (mul, add), so the
+// gradient is a scatter-add and works on every device. The passes run from the last dimension to the first,
 // and each sums value * weight left to right, which is the order of PyTorch's CPU kernels
 // (bilinear: h0 * (w0 * a + w1 * b) + h1 * (w0 * c + w1 * d)). The source indices and weights are
 // PyTorch's (ATen's UpSample.h), computed in the same floating type; the argument checks and
@@ -191,6 +191,20 @@ Tensor index_tensor(const std::vector<int64_t>& index, const Device& device) {
   return tensor(index, TensorOptions().dtype(kInt64).device(device));
 }
 
+// x's positions `index` along `dim`: index_select, except along the last dimension, where a
+// gather with the index broadcast (stride 0) over the other dimensions is several times faster
+// on the CPU (index_select copies element by element there). Both give the same values, and
+// scatter-add gradients.
+Tensor select_along(const Tensor& x, int64_t dim, const std::vector<int64_t>& index) {
+  const Tensor i = index_tensor(index, x.device());
+  if (dim != x.dim() - 1) return index_select(x, dim, i);
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = static_cast<int64_t>(index.size());
+  std::vector<int64_t> shape(sizes.size(), 1);
+  shape.back() = sizes.back();
+  return gather(x, dim, i.reshape(shape).expand(sizes));
+}
+
 // sum_k index_select(x, dim, index[k]) * weight[k], the weights along `dim`, left to right.
 template <typename T>
 Tensor combine(const Tensor& x, int64_t dim, const Taps<T>& taps) {
@@ -200,7 +214,7 @@ Tensor combine(const Tensor& x, int64_t dim, const Taps<T>& taps) {
   Tensor out;
   for (size_t k = 0; k < taps.index.size(); ++k) {
     const Tensor w = tensor(taps.weight[k], options).reshape(shape);
-    const Tensor term = mul(index_select(x, dim, index_tensor(taps.index[k], x.device())), w);
+    const Tensor term = mul(select_along(x, dim, taps.index[k]), w);
     out = k == 0 ? term : add(out, term);
   }
   return out;
@@ -294,7 +308,7 @@ Tensor resample(const Tensor& input, Mode mode, IntList output_size, const std::
         index[static_cast<size_t>(j)] =
             mode == Mode::Nearest ? nearest_idx(j, in, size, scale) : nearest_exact_idx(j, in, size, scale);
       }
-      out = index_select(out, dim, index_tensor(index, input.device()));
+      out = select_along(out, dim, index);
     }
     // The same size in every dimension: PyTorch's kernels still write a new tensor.
     return out.is_same(input) ? input.clone() : out;
