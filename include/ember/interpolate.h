@@ -27,7 +27,7 @@ namespace ember {
 /// type (float for float16 and bfloat16, whose inputs are computed in float32 and rounded back),
 /// and the interpolation runs along the last dimension first, as PyTorch's CPU kernels do.
 /// Floating inputs only, and uint8 for the nearest modes. The result is a new tensor,
-/// differentiable with respect to `input` (made of index_select, mul and add).
+/// differentiable with respect to `input` (made of index_select / gather, mul and add).
 /// `antialias` = true is refused (not supported by ember), and so is "area" on a 5-D input
 /// (ember has no adaptive_avg_pool3d). PyTorch's checks and messages otherwise.
 Tensor interpolate(const Tensor& input, IntList size = {}, const std::vector<double>& scale_factor = {},
