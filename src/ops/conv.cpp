@@ -230,6 +230,16 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 
 namespace detail {
 
+Tensor conv2d_with_args(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args) {
+  return conv2d_batched(input, weight, bias, args);
+}
+
+Tensor conv2d_weight_grad(const Tensor& x, const Tensor& g, IntList w_sizes, const Conv2dArgs& args) {
+  return conv_weight_grad(x, g, Dims(w_sizes), args);
+}
+
+void check_conv_operand(const Tensor& input, const Tensor& t, const char* what) { check_operand(input, t, what); }
+
 Tensor conv2d_padding_string(const Tensor& input, const Tensor& weight, const Tensor& bias, IntList stride,
                              std::string_view padding, IntList dilation, int64_t groups) {
   EMBER_CHECK(padding == "valid" || padding == "same", "Invalid padding string: '", padding, "'");
