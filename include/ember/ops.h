@@ -2,6 +2,7 @@
 /// Free-function forms of tensor operations (the same ones Tensor's methods call).
 #include <optional>
 #include <span>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -247,8 +248,81 @@ Dtype result_type(const Tensor& a, const Scalar& b);
 /// Sizes that both shapes broadcast to; throws PyTorch's message when they cannot.
 Dims broadcast_shapes(IntList a, IntList b);
 
+// ---- rearranging (src/ops/transform.cpp): composed of views, index_select, where and expand ----
+/// Reverses the order of elements along each of `dims` (a copy, as in PyTorch).
+Tensor flip(const Tensor& x, IntList dims);
+Tensor fliplr(const Tensor& x);
+Tensor flipud(const Tensor& x);
+/// Shifts elements along dims by shifts (wrapping around); with no dims, over the flattened tensor.
+Tensor roll(const Tensor& x, IntList shifts, IntList dims = {});
+/// Rotates by 90 degrees k times in the plane of dims, from the first towards the second.
+Tensor rot90(const Tensor& x, int64_t k = 1, IntList dims = {0, 1});
+/// The tensor repeated along each dimension (torch.Tensor.repeat; repeats may add leading dims).
+Tensor repeat(const Tensor& x, IntList repeats);
+/// repeat with fewer repeats than dims allowed (leading ones assumed), as torch.tile.
+Tensor tile(const Tensor& x, IntList reps);
+/// Each element (or slice along dim) repeated repeats[i] times; without dim, over the flattened
+/// tensor. The counts are read on the host.
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt);
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
+/// The lower (upper) triangle of the last two dims, the rest zero; `diagonal` shifts the border.
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+/// A view of the diagonal of the (dim1, dim2) planes, appended as the last dimension.
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+/// A 1-D tensor onto the `diagonal`-th diagonal of a square matrix, or a matrix's diagonal (copied).
+Tensor diag(const Tensor& x, int64_t diagonal = 0);
+/// The sum of a matrix's diagonal.
+Tensor trace(const Tensor& x);
+/// Moves dims `source` to positions `destination`, the others keeping their order (a view).
+Tensor movedim(const Tensor& x, IntList source, IntList destination);
+inline Tensor moveaxis(const Tensor& x, IntList source, IntList destination) { return movedim(x, source, destination); }
+Tensor broadcast_to(const Tensor& x, IntList sizes);
+std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors);
+/// Coordinate grids from 1-D tensors: indexing "ij" (matrix) or "xy" (Cartesian: the first two
+/// axes swapped).
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, std::string_view indexing = "ij");
+/// a[i] * b[j].
+Tensor outer(const Tensor& a, const Tensor& b);
+/// The cross product along `dim`, whose size must be 3 (torch.linalg.cross).
+Tensor cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
+
+// ---- norms and composed reductions (src/ops/norm.cpp) ----
+/// The ord-norm of x over dims (all when empty), as torch.linalg.vector_norm: ord 0 counts
+/// non-zeros, ±inf is the max/min of |x|. Its gradient is PyTorch's: 0 at a zero norm, shared
+/// evenly among the elements that reach an infinity norm.
+Tensor vector_norm(const Tensor& x, double ord = 2.0, IntList dims = {}, bool keepdim = false,
+                   std::optional<Dtype> dtype = std::nullopt);
+/// torch.linalg.matrix_norm with ord "fro", or ±1 / ±inf (the max/min absolute column / row sum).
+Tensor matrix_norm(const Tensor& a, std::string_view ord = "fro", IntList dims = {-2, -1}, bool keepdim = false);
+Tensor matrix_norm(const Tensor& a, double ord, IntList dims = {-2, -1}, bool keepdim = false);
+/// torch.norm with a numeric p (vector_norm over dims).
+Tensor norm(const Tensor& x, double p = 2.0, IntList dims = {}, bool keepdim = false);
+/// The p-norm distance between every row of x1 [..., P, M] and of x2 [..., R, M]: [..., P, R].
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);
+/// log(sum(exp(x))) over dims, without overflow.
+Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim = false);
+/// Whether any (all) elements over dims are non-zero; bool.
+Tensor any(const Tensor& x, IntList dims = {}, bool keepdim = false);
+Tensor all(const Tensor& x, IntList dims = {}, bool keepdim = false);
+Tensor count_nonzero(const Tensor& x, IntList dims = {});
+/// sum and mean that skip NaNs.
+Tensor nansum(const Tensor& x, IntList dims = {}, bool keepdim = false);
+Tensor nanmean(const Tensor& x, IntList dims = {}, bool keepdim = false);
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntList dims = {}, int64_t correction = 1, bool keepdim = false);
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, IntList dims = {}, int64_t correction = 1, bool keepdim = false);
+/// (amin, amax) over dim, or over everything.
+std::tuple<Tensor, Tensor> aminmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+/// beta * input + alpha * (m1 @ m2); with beta = 0 the input's values are ignored.
+Tensor addmm(const Tensor& input, const Tensor& m1, const Tensor& m2, const Scalar& beta = 1, const Scalar& alpha = 1);
+/// beta * input + alpha * bmm(b1, b2).
+Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, const Scalar& beta = 1,
+               const Scalar& alpha = 1);
+
 }  // namespace ember
 
 // Op families declared in headers of their own, part of the same public surface.
-#include "ember/pad.h"     // IWYU pragma: export
-#include "ember/pool1d.h"  // IWYU pragma: export
+#include "ember/conv_transpose.h"  // IWYU pragma: export
+#include "ember/interpolate.h"     // IWYU pragma: export
+#include "ember/pad.h"             // IWYU pragma: export
+#include "ember/pool1d.h"          // IWYU pragma: export

@@ -127,6 +127,15 @@ class Tensor {
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   /// Splits dimension `dim` into `sizes` (one entry may be -1), the inverse of flatten.
   Tensor unflatten(int64_t dim, IntList sizes) const;
+  // Rearranging (ember/ops.h has the documentation).
+  Tensor flip(IntList dims) const;
+  Tensor roll(IntList shifts, IntList dims = {}) const;
+  Tensor repeat(IntList repeats) const;
+  Tensor tile(IntList reps) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor movedim(IntList source, IntList destination) const;
   Tensor as_strided(IntList sizes, IntList strides, std::optional<int64_t> storage_offset = std::nullopt) const;
 
   // ---- copies ----
@@ -204,6 +213,10 @@ class Tensor {
   Tensor erfinv() const;
   Tensor lgamma() const;
   Tensor digamma() const;
+  Tensor norm(double p = 2.0, IntList dims = {}, bool keepdim = false) const;
+  Tensor logsumexp(IntList dims, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor all() const;
   Tensor remainder(const Tensor& other) const;
   Tensor remainder(const Scalar& other) const;
   Tensor fmod(const Tensor& other) const;

@@ -10,18 +10,6 @@
 #include "ember/optim/optimizer.h"
 
 namespace ember::optim {
-namespace {
-
-/// torch.linalg.vector_norm(x, ord) over all elements.
-Tensor vector_norm(const Tensor& x, double ord) {
-  if (std::isinf(ord)) return ord > 0 ? x.abs().max() : x.abs().min();
-  if (ord == 0) return x.ne(zeros_like(x)).to(x.dtype()).sum();
-  if (ord == 1) return x.abs().sum();
-  if (ord == 2) return x.mul(x).sum().sqrt();
-  return x.abs().pow(ord).sum().pow(1.0 / ord);
-}
-
-}  // namespace
 
 Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
   NoGradGuard no_grad;
@@ -35,8 +23,8 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   Dtype dtype = grads[0].dtype();
   for (const Tensor& g : grads) dtype = promote_types(dtype, g.dtype());
   std::vector<Tensor> norms;
-  for (const Tensor& g : grads) norms.push_back(vector_norm(g.detach(), norm_type).to(grads[0].device(), dtype));
-  Tensor total_norm = norms.size() == 1 ? norms[0] : vector_norm(stack(norms), norm_type);
+  for (const Tensor& g : grads) norms.push_back(ember::vector_norm(g.detach(), norm_type).to(grads[0].device(), dtype));
+  Tensor total_norm = norms.size() == 1 ? norms[0] : ember::vector_norm(stack(norms), norm_type);
 
   if (error_if_nonfinite) {
     double value = total_norm.item<double>();
