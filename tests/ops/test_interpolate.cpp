@@ -119,8 +119,9 @@ TEST(Interpolate, MatchesPyTorchValuesAndGradients) {
     const Tensor gx = autograd::grad({y}, {x}, {upstream(y)})[0];
     const bool f64 = x.dtype() == kFloat64;
     // float64: a few ulp (the gradient's sums run in another order); float32: the same indices and
-    // weights as PyTorch, so a few float ulp.
-    const double tol = f64 ? 1e-13 : 2e-6;
+    // weights as PyTorch, so a few float ulp — up to 2.2e-6 relative in bicubic when the compiler
+    // contracts differently (the sanitizer build's -O1), hence 4e-6.
+    const double tol = f64 ? 1e-13 : 4e-6;
     const double ey = worst_error(y, at(c, "y")), eg = worst_error(gx, at(c, "gx"));
     if (f64) {
       exact_values += equal(y, at(c, "y")) ? 1 : 0;
