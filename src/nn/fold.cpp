@@ -146,8 +146,9 @@ Tensor fold(const Tensor& input, IntList output_size, IntList kernel_size, IntLi
   const int64_t length = input.size(batched ? 2 : 1);
   const int64_t blocks_h = div_rtn(out_h + 2 * g.padding[0] - g.dilation[0] * (kh - 1) - 1, g.stride[0]) + 1;
   const int64_t blocks_w = div_rtn(out_w + 2 * g.padding[1] - g.dilation[1] * (kw - 1) - 1, g.stride[1]) + 1;
-  const auto describe = [&] {
-    return ember::detail::concat("Given output_size=(", out_h, ", ", out_w, "), kernel_size=(", kh, ", ", kw,
+  // Copies of the structured bindings: clang 14 (the TSan build's compiler) cannot capture those.
+  const auto describe = [&, oh = out_h, ow = out_w, kh_ = kh, kw_ = kw] {
+    return ember::detail::concat("Given output_size=(", oh, ", ", ow, "), kernel_size=(", kh_, ", ", kw_,
                                  "), dilation=(", g.dilation[0], ", ", g.dilation[1], "), padding=(", g.padding[0],
                                  ", ", g.padding[1], "), stride=(", g.stride[0], ", ", g.stride[1], "), ");
   };
