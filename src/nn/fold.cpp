@@ -39,6 +39,32 @@ struct Geometry {
   std::array<int64_t, 2> kernel, dilation, padding, stride;
 };
 
+/// The four pairs, checked as ATen's im2col (stride last) or col2im (stride second) checks them:
+/// the order decides which message a call with several bad values gets.
+Geometry geometry_of(IntList kernel_size, IntList dilation, IntList padding, IntList stride, bool stride_second) {
+  Geometry g;
+  g.kernel = pair_of(kernel_size, "kernel_size");
+  g.dilation = pair_of(dilation, "dilation");
+  g.padding = pair_of(padding, "padding");
+  g.stride = pair_of(stride, "stride");
+  const auto check_stride = [&g] {
+    EMBER_CHECK(g.stride[1] > 0 && g.stride[0] > 0,
+                "stride should be greater than zero, but got stride_height: ", g.stride[0],
+                " stride_width: ", g.stride[1]);
+  };
+  EMBER_CHECK(g.kernel[1] > 0 && g.kernel[0] > 0,
+              "kernel size should be greater than zero, but got kernel_height: ", g.kernel[0],
+              " kernel_width: ", g.kernel[1]);
+  if (stride_second) check_stride();
+  EMBER_CHECK(g.dilation[1] > 0 && g.dilation[0] > 0,
+              "dilation should be greater than zero, but got dilation_height: ", g.dilation[0],
+              " dilation_width: ", g.dilation[1]);
+  EMBER_CHECK(g.padding[1] >= 0 && g.padding[0] >= 0,
+              "padding should be non-negative, but got pad_height: ", g.padding[0], " pad_width: ", g.padding[1]);
+  if (!stride_second) check_stride();
+  return g;
+}
+
 /// Flat positions in the padded [Hp, Wp] plane of every window element, ordered kernel row,
 /// kernel column, block row, block column: kh*kw*blocks_h*blocks_w values.
 Tensor window_positions(const Geometry& g, int64_t padded_width, int64_t blocks_h, int64_t blocks_w,
@@ -67,22 +93,8 @@ void check_not_integral(const Tensor& input, const char* kernel) {
 Tensor unfold(const Tensor& input, IntList kernel_size, IntList dilation, IntList padding, IntList stride) {
   ember::detail::OpContext context("unfold", {{"input", &input}});
   ember::detail::check_defined(input, "unfold");
-  Geometry g;
-  g.kernel = pair_of(kernel_size, "kernel_size");
-  g.dilation = pair_of(dilation, "dilation");
-  g.padding = pair_of(padding, "padding");
-  g.stride = pair_of(stride, "stride");
+  const Geometry g = geometry_of(kernel_size, dilation, padding, stride, /*stride_second=*/false);
   const auto [kh, kw] = g.kernel;
-  EMBER_CHECK(kw > 0 && kh > 0, "kernel size should be greater than zero, but got kernel_height: ", kh,
-              " kernel_width: ", kw);
-  EMBER_CHECK(g.dilation[1] > 0 && g.dilation[0] > 0,
-              "dilation should be greater than zero, but got dilation_height: ", g.dilation[0],
-              " dilation_width: ", g.dilation[1]);
-  EMBER_CHECK(g.padding[1] >= 0 && g.padding[0] >= 0,
-              "padding should be non-negative, but got pad_height: ", g.padding[0], " pad_width: ", g.padding[1]);
-  EMBER_CHECK(g.stride[1] > 0 && g.stride[0] > 0,
-              "stride should be greater than zero, but got stride_height: ", g.stride[0],
-              " stride_width: ", g.stride[1]);
   const int64_t ndim = input.dim();
   // ATen reads sizes 1 and 2 before it checks the rank, so a 1-D or 2-D input fails there.
   bool valid_dims = input.size(1) != 0 && input.size(2) != 0;
@@ -115,22 +127,8 @@ Tensor fold(const Tensor& input, IntList output_size, IntList kernel_size, IntLi
   ember::detail::OpContext context("fold", {{"input", &input}});
   ember::detail::check_defined(input, "fold");
   const auto [out_h, out_w] = pair_of(output_size, "output_size");
-  Geometry g;
-  g.kernel = pair_of(kernel_size, "kernel_size");
-  g.dilation = pair_of(dilation, "dilation");
-  g.padding = pair_of(padding, "padding");
-  g.stride = pair_of(stride, "stride");
+  const Geometry g = geometry_of(kernel_size, dilation, padding, stride, /*stride_second=*/true);
   const auto [kh, kw] = g.kernel;
-  EMBER_CHECK(kw > 0 && kh > 0, "kernel size should be greater than zero, but got kernel_height: ", kh,
-              " kernel_width: ", kw);
-  EMBER_CHECK(g.stride[1] > 0 && g.stride[0] > 0,
-              "stride should be greater than zero, but got stride_height: ", g.stride[0],
-              " stride_width: ", g.stride[1]);
-  EMBER_CHECK(g.dilation[1] > 0 && g.dilation[0] > 0,
-              "dilation should be greater than zero, but got dilation_height: ", g.dilation[0],
-              " dilation_width: ", g.dilation[1]);
-  EMBER_CHECK(g.padding[1] >= 0 && g.padding[0] >= 0,
-              "padding should be non-negative, but got pad_height: ", g.padding[0], " pad_width: ", g.padding[1]);
   const int64_t ndim = input.dim();
   EMBER_CHECK((ndim == 2 && input.size(0) != 0 && input.size(1) != 0) ||
                   (ndim == 3 && input.size(1) != 0 && input.size(2) != 0),

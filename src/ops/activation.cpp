@@ -98,9 +98,8 @@ const char* node_name(ActivationOp op) {
 
 Tensor activation_backward(ActivationOp op, const Tensor& g, const Tensor& x, const ActivationArgs& args) {
   if (GradMode::is_enabled()) return composed_backward(op, g, x, args);
-  const Tensor grad = g.dtype() == x.dtype() ? g : g.to(x.dtype());
   Tensor grad_x = make_tensor(x.sizes(), x.dtype(), x.device());
-  const Tensor expanded = ops::prepare_operand(grad, x.dtype(), x.sizes(), x.device());
+  const Tensor expanded = ops::prepare_operand(g, x.dtype(), x.sizes(), x.device());
   backend_for(x.device()).activation_backward(op, view_of(expanded), view_of(x), args, view_of(grad_x));
   return grad_x;
 }

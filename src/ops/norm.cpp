@@ -31,7 +31,7 @@ std::vector<int64_t> all_dims(const Tensor& x) {
 /// The norm's value, computed without recording (x * x needs no |x| first).
 Tensor norm_value(const Tensor& x, double ord, IntList dims, bool keepdim) {
   if (ord == 2) return sqrt(sum(x * x, dims, keepdim));
-  if (ord == 0) return sum(ne(x, zeros_like(x)).to(x.dtype()), dims, keepdim);
+  if (ord == 0) return sum((x != 0).to(x.dtype()), dims, keepdim);
   const Tensor a = abs(x);
   if (ord == 1) return sum(a, dims, keepdim);
   if (ord == kInf) return amax(a, dims, keepdim);
@@ -158,17 +158,17 @@ Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
 
 Tensor any(const Tensor& x, IntList dims, bool keepdim) {
   check_defined(x, "any");
-  return gt(sum(ne(x, zeros_like(x)).to(kInt64), dims, keepdim), zeros({}, kInt64).to(x.device()));
+  return sum((x != 0).to(kInt64), dims, keepdim) > 0;
 }
 
 Tensor all(const Tensor& x, IntList dims, bool keepdim) {
   check_defined(x, "all");
-  return eq(sum(eq(x, zeros_like(x)).to(kInt64), dims, keepdim), zeros({}, kInt64).to(x.device()));
+  return sum((x == 0).to(kInt64), dims, keepdim) == 0;
 }
 
 Tensor count_nonzero(const Tensor& x, IntList dims) {
   check_defined(x, "count_nonzero");
-  return sum(ne(x, zeros_like(x)).to(kInt64), dims);
+  return sum((x != 0).to(kInt64), dims);
 }
 
 Tensor nansum(const Tensor& x, IntList dims, bool keepdim) {

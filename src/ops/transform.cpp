@@ -24,7 +24,7 @@ namespace {
 Tensor positions(int64_t n, Device device) { return arange(n, TensorOptions().dtype(kInt64).device(device)); }
 
 /// Dims wrapped into [0, ndim), checked to be distinct, as PyTorch's dim lists are.
-std::vector<int64_t> wrap_dims(IntList dims, int64_t ndim, const char* op) {
+std::vector<int64_t> wrap_dims(IntList dims, int64_t ndim) {
   std::vector<int64_t> out;
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, ndim);
@@ -32,7 +32,6 @@ std::vector<int64_t> wrap_dims(IntList dims, int64_t ndim, const char* op) {
                 " appears multiple times in the list of dims");
     out.push_back(w);
   }
-  (void)op;
   return out;
 }
 
@@ -41,13 +40,14 @@ std::vector<int64_t> wrap_dims(IntList dims, int64_t ndim, const char* op) {
 Tensor flip(const Tensor& x, IntList dims) {
   detail::OpContext context("flip", {{"input", &x}});
   check_defined(x, "flip");
+  const std::vector<int64_t> wrapped = wrap_dims(dims, std::max<int64_t>(x.dim(), 1));
+  if (wrapped.empty() || x.dim() == 0) return x.clone();
   Tensor out = x;
-  for (int64_t d : wrap_dims(dims, std::max<int64_t>(x.dim(), 1), "flip")) {
-    if (x.dim() == 0) break;
+  for (int64_t d : wrapped) {
     const int64_t n = x.size(d);
     out = index_select(out, d, positions(n, x.device()).neg() + (n - 1));
   }
-  return dims.empty() || x.dim() == 0 ? x.clone() : out;
+  return out;
 }
 
 Tensor fliplr(const Tensor& x) {
@@ -230,8 +230,8 @@ Tensor movedim(const Tensor& x, IntList source, IntList destination) {
               detail::shape_str(source), " dims) should contain the same number of dims as destination (",
               detail::shape_str(destination), " dims)");
   const int64_t n = x.dim();
-  const std::vector<int64_t> src = wrap_dims(source, std::max<int64_t>(n, 1), "movedim");
-  const std::vector<int64_t> dst = wrap_dims(destination, std::max<int64_t>(n, 1), "movedim");
+  const std::vector<int64_t> src = wrap_dims(source, std::max<int64_t>(n, 1));
+  const std::vector<int64_t> dst = wrap_dims(destination, std::max<int64_t>(n, 1));
   if (n == 0) return x;
   // Place each moved dim at its destination, then fill the free places with the rest in order.
   std::vector<int64_t> order(static_cast<size_t>(n), -1);

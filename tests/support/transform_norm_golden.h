@@ -37,8 +37,8 @@ inline std::vector<int64_t> int_list(const std::string& text) {
 /// An op of the golden file: its inputs by name ("x", "a", "b", "input") to its result.
 using GoldenOp = std::function<ember::Tensor(const std::map<std::string, ember::Tensor>&)>;
 
-/// Runs every case whose op `ops` knows (and fails on none of the rest only when `all` holds):
-/// the result to rtol, the gradient of each floating input against PyTorch's. Returns how many ran.
+/// Runs every case whose op `ops` knows (the others are another test file's): the result and the
+/// gradient of each floating input against PyTorch's, to rtol/atol. Returns how many ran.
 inline int check_golden_cases(const std::map<std::string, std::function<GoldenOp(const GoldenCase&)>>& ops,
                               double rtol = 1e-12, double atol = 1e-13) {
   const ember::io::SafetensorsData& g = transform_norm_golden();
