@@ -24,5 +24,6 @@
 #include "ember/nn/pixelshuffle.h"
 #include "ember/nn/pooling.h"
 #include "ember/nn/rnn.h"
+#include "ember/nn/sizes.h"
 #include "ember/nn/transformer.h"
 #include "ember/nn/upsampling.h"
