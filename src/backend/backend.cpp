@@ -28,15 +28,20 @@ namespace ember {
 #define EMBER_CASE_ActivationOp(name, str) \
   case ActivationOp::name:                 \
     return str;
+#define EMBER_CASE_ScanOp(name, str) \
+  case ScanOp::name:                 \
+    return str;
 EMBER_NAME_FN(UnaryOp, EMBER_UNARY_OPS)
 EMBER_NAME_FN(BinaryOp, EMBER_BINARY_OPS)
 EMBER_NAME_FN(ReduceOp, EMBER_REDUCE_OPS)
 EMBER_NAME_FN(ActivationOp, EMBER_ACTIVATION_OPS)
+EMBER_NAME_FN(ScanOp, EMBER_SCAN_OPS)
 #undef EMBER_NAME_FN
 #undef EMBER_CASE_UnaryOp
 #undef EMBER_CASE_BinaryOp
 #undef EMBER_CASE_ReduceOp
 #undef EMBER_CASE_ActivationOp
+#undef EMBER_CASE_ScanOp
 
 bool is_comparison(BinaryOp op) {
   switch (op) {

@@ -22,6 +22,7 @@
 #include "ember/scalar.h"
 #include "ember/small_vector.h"
 #include "kernels/op_list.h"
+#include "kernels/scatter_reduce_op.h"
 
 namespace ember {
 class Tensor;
@@ -39,12 +40,15 @@ enum class UnaryOp : uint8_t {
 enum class BinaryOp : uint8_t { EMBER_BINARY_OPS(EMBER_ENUM) };
 enum class ReduceOp : uint8_t { EMBER_REDUCE_OPS(EMBER_ENUM) };
 enum class ActivationOp : uint8_t { EMBER_ACTIVATION_OPS(EMBER_ENUM) };
+/// The running reductions of the scan family (cumsum, cumprod, cummax, cummin, logcumsumexp).
+enum class ScanOp : uint8_t { EMBER_SCAN_OPS(EMBER_ENUM) };
 #undef EMBER_ENUM
 
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 const char* op_name(ReduceOp op);
 const char* op_name(ActivationOp op);
+const char* op_name(ScanOp op);
 bool is_comparison(BinaryOp op);
 
 /// A non-owning view of a tensor's elements: what kernels receive.

@@ -33,13 +33,17 @@ enum class Domain : uint8_t {
   Any,       // bool, integers and floating types
   Numeric,   // integers and floating types, not bool
   Floating,  // floating types only; the front end promotes integers and bool first
+  Integral,  // bool and integers (the bitwise ops)
+  Integer,   // integers only (the shifts)
 };
 
 /// Whether op `Op` may be run on elements of type T (a storage type: Half counts as floating).
 template <typename Op, typename T>
 inline constexpr bool accepts_v = Op::domain == Domain::Any ||
                                   (Op::domain == Domain::Numeric && !std::is_same_v<T, bool>) ||
-                                  (Op::domain == Domain::Floating && is_floating_v<T>);
+                                  (Op::domain == Domain::Floating && is_floating_v<T>) ||
+                                  (Op::domain == Domain::Integral && !is_floating_v<T>) ||
+                                  (Op::domain == Domain::Integer && !is_floating_v<T> && !std::is_same_v<T, bool>);
 
 namespace detail {
 
@@ -614,6 +618,7 @@ struct Clamp {
 
 }  // namespace ember::kernels
 
-// The rounding, logarithm/exponential variants, trigonometric, hyperbolic and special functions,
-// and remainder/fmod/atan2/hypot: one more file of functors in the same conventions.
-#include "kernels/math_ops.h"  // IWYU pragma: export
+// The bitwise ops; then the rounding, logarithm/exponential variants, trigonometric, hyperbolic
+// and special functions, and remainder/fmod/atan2/hypot: more functors in the same conventions.
+#include "kernels/bitwise_ops.h"  // IWYU pragma: export
+#include "kernels/math_ops.h"     // IWYU pragma: export

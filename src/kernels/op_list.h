@@ -48,7 +48,8 @@
   X(Erfinv, "erfinv")          \
   X(Lgamma, "lgamma")          \
   X(Digamma, "digamma")        \
-  X(Trigamma, "polygamma")
+  X(Trigamma, "polygamma")     \
+  X(BitwiseNot, "bitwise_not")
 
 // Binary ops whose output dtype equals the computation dtype.
 #define EMBER_ARITH_BINARY_OPS(X)            \
@@ -68,7 +69,12 @@
   X(Remainder, "remainder")                  \
   X(Fmod, "fmod")                            \
   X(Atan2, "atan2")                          \
-  X(Hypot, "hypot")
+  X(Hypot, "hypot")                          \
+  X(BitwiseAnd, "bitwise_and")               \
+  X(BitwiseOr, "bitwise_or")                 \
+  X(BitwiseXor, "bitwise_xor")               \
+  X(LeftShift, "bitwise_left_shift")         \
+  X(RightShift, "bitwise_right_shift")
 
 // Binary ops that produce bool.
 #define EMBER_COMPARE_BINARY_OPS(X) \
@@ -92,6 +98,14 @@
   X(ArgMax, "argmax")       \
   X(ArgMin, "argmin")       \
   X(Var, "var")
+
+// The running reductions of the scan family (kernels/scan_ops.h), named as PyTorch's functions.
+#define EMBER_SCAN_OPS(X)  \
+  X(Sum, "cumsum")         \
+  X(Prod, "cumprod")       \
+  X(Max, "cummax")         \
+  X(Min, "cummin")         \
+  X(LogSumExp, "logcumsumexp")
 
 // Activations with parameters (kernels/activation_ops.h): X(EnumName, "name"). Each has a forward
 // functor Name<C> and a backward functor NameBackward<C> of (grad, input).

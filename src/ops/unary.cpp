@@ -243,7 +243,8 @@ void record_unary(UnaryOp op, Tensor& out, const Tensor& x) {
     case UnaryOp::IsFinite:
     case UnaryOp::IsNan:
     case UnaryOp::IsInf:
-      return;  // bool results carry no gradient
+    case UnaryOp::BitwiseNot:
+      return;  // bool and integer results carry no gradient
   }
 }
 

@@ -1,11 +1,11 @@
-// CpuBackend::index_select, gather and scatter_add.
+// CpuBackend::index_select, gather, scatter_add and scatter_reduce.
 //
 // Every index is checked before anything is written, so a bad index throws without leaving a
 // half-written output and no exception ever leaves a parallel region. index_select copies whole
 // rows (the dims after `dim`). gather and scatter_add see the index's shape as lanes x `dim`,
 // where a lane is a position of every other dim; threads split the lanes and each lane walks
 // `dim` in order, so scatter_add never has two threads adding to one element and its order of
-// additions is fixed.
+// additions is fixed (scatter_reduce likewise: Assign keeps the last value in index order).
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -15,6 +15,7 @@
 #include "base/parallel.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
+#include "kernels/scatter_ops.h"
 
 namespace ember::cpu {
 namespace {
@@ -219,9 +220,10 @@ void gather_typed(const TensorView& x, int64_t dim, const TensorView& index, con
                      [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, copy_run); });
 }
 
-template <typename T>
-void scatter_add_typed(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) {
-  using C = compute_t<T>;
+// Combines src into out at the index along dim (kernels/scatter_ops.h): scatter_add is Sum.
+template <typename T, typename Combine>
+void scatter_typed(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src,
+                   const Combine& combine) {
   const Shape os = shape_of(out), is = shape_of(index), ss = shape_of(src);
   // Operands: 0 = index, 1 = src, 2 = out (its `dim` offset comes from the index).
   const Split<3> s(is.sizes, dim, {&is.strides, &ss.strides, &os.strides});
@@ -230,20 +232,33 @@ void scatter_add_typed(const TensorView& out, int64_t dim, const TensorView& ind
   T* to = out.ptr<T>();
   const int64_t is_dim = s.dim_strides[0], ss_dim = s.dim_strides[1], os_dim = s.dim_strides[2];
   const int64_t is_run = s.run_strides[0], ss_run = s.run_strides[1], os_run = s.run_strides[2];
-  // bool adds as logical or, small integers wrap, 16-bit floats add in float and round once.
-  auto add_run = [&](const std::array<int64_t, 3>& offsets, int64_t n) {
+  auto combine_run = [&](const std::array<int64_t, 3>& offsets, int64_t n) {
     for (int64_t j = 0; j < s.dim_size; ++j) {
       const int64_t* ip = idx + offsets[0] + j * is_dim;
       const T* sp = from + offsets[1] + j * ss_dim;
       T* op = to + offsets[2];
-      for (int64_t i = 0; i < n; ++i) {
-        T& target = op[ip[i * is_run] * os_dim + i * os_run];
-        target = static_cast<T>(static_cast<C>(target) + static_cast<C>(sp[i * ss_run]));
-      }
+      for (int64_t i = 0; i < n; ++i) combine(&op[ip[i * is_run] * os_dim + i * os_run], sp[i * ss_run]);
     }
   };
   base::parallel_for(s.lanes, std::max<int64_t>(1, base::kGrainSize / std::max<int64_t>(1, s.dim_size)),
-                     [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, add_run); });
+                     [&](int64_t begin, int64_t end) { for_each_run(s, begin, end, combine_run); });
+}
+
+// The checks scatter_add and scatter_reduce share, with PyTorch's messages.
+void check_scatter(const TensorView& out, int64_t& dim, const TensorView& index, const TensorView& src,
+                   const char* op) {
+  check_index_dtype(index, op);
+  const Shape os = shape_of(out), is = shape_of(index), ss = shape_of(src);
+  EMBER_CHECK(os.ndim() == is.ndim() && ss.ndim() == is.ndim(),
+              "Index tensor must have the same number of dimensions as self tensor");
+  dim = normalize_dim(dim, os.ndim(), op);
+  for (int64_t d = 0; d < os.ndim(); ++d) {
+    EMBER_CHECK((d == dim || is.sizes[d] <= os.sizes[d]) && is.sizes[d] <= ss.sizes[d], "Expected index ",
+                detail::shape_str(index.sizes), " to be smaller than self ", detail::shape_str(out.sizes),
+                " apart from dimension ", dim, " and to be smaller size than src ", detail::shape_str(src.sizes));
+  }
+  EMBER_CHECK(out.dtype == src.dtype, op, "(): Expected self.dtype to be equal to src.dtype");
+  check_indices(index, dim, os.sizes[dim]);
 }
 
 }  // namespace
@@ -283,20 +298,21 @@ void CpuBackend::gather(const TensorView& x, int64_t dim, const TensorView& inde
 }
 
 void CpuBackend::scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) {
-  check_index_dtype(index, "scatter_add");
-  const Shape os = shape_of(out), is = shape_of(index), ss = shape_of(src);
-  EMBER_CHECK(os.ndim() == is.ndim() && ss.ndim() == is.ndim(),
-              "Index tensor must have the same number of dimensions as self tensor");
-  dim = normalize_dim(dim, os.ndim(), "scatter_add");
-  for (int64_t d = 0; d < os.ndim(); ++d) {
-    EMBER_CHECK((d == dim || is.sizes[d] <= os.sizes[d]) && is.sizes[d] <= ss.sizes[d], "Expected index ",
-                detail::shape_str(index.sizes), " to be smaller than self ", detail::shape_str(out.sizes),
-                " apart from dimension ", dim, " and to be smaller size than src ", detail::shape_str(src.sizes));
-  }
-  EMBER_CHECK(out.dtype == src.dtype, "scatter_add(): Expected self.dtype to be equal to src.dtype");
-  check_indices(index, dim, os.sizes[dim]);
+  check_scatter(out, dim, index, src, "scatter_add");
   if (index.numel() == 0) return;
-  dispatch_all(out.dtype, "scatter_add", [&]<typename T>() { scatter_add_typed<T>(out, dim, index, src); });
+  // bool adds as logical or, small integers wrap, 16-bit floats add in float and round once.
+  dispatch_all(out.dtype, "scatter_add", [&]<typename T>() {
+    scatter_typed<T>(out, dim, index, src, kernels::ScatterCombine<ScatterReduceOp::Sum>{});
+  });
+}
+
+void CpuBackend::scatter_reduce(ScatterReduceOp op, const TensorView& out, int64_t dim, const TensorView& index,
+                                const TensorView& src) {
+  check_scatter(out, dim, index, src, "scatter_reduce");
+  if (index.numel() == 0) return;
+  kernels::visit_scatter_reduce(op, [&](auto combine) {
+    dispatch_all(out.dtype, "scatter_reduce", [&]<typename T>() { scatter_typed<T>(out, dim, index, src, combine); });
+  });
 }
 
 }  // namespace ember::cpu

@@ -1,4 +1,4 @@
-// CudaBackend::index_select, gather and scatter_add, with the CPU backend's semantics
+// CudaBackend::index_select, gather, scatter_add and scatter_reduce, with the CPU backend's semantics
 // (src/backend/cpu/indexing.cpp): any strides on the inputs, index_select's and gather's outputs
 // contiguous, scatter_add in place on a strided `out`; a 0-d tensor is seen as one element.
 //
@@ -50,6 +50,7 @@
 #include "core/check.h"
 #include "ember/backends.h"
 #include "kernels/dtype_dispatch.h"
+#include "kernels/scatter_ops.h"
 
 namespace ember::cuda_impl {
 namespace {
@@ -136,6 +137,22 @@ __global__ void __launch_bounds__(kBlockThreads)
                                int64_t count, IndexErrorRecord* record) {
   for (int64_t c = grid_start(); c < count; c += grid_stride()) {
     const int64_t bad = scatter_add_column(out, index, src, columns, length, c, SequentialAdd{});
+    if (bad >= 0) {
+      const int64_t at = index_offsets(columns, c).index + bad * columns.index_strides[columns.dim];
+      record_bad_index(record, IndexOp::ScatterAdd, index[at], columns.dim, columns.bound);
+    }
+  }
+}
+
+// scatter_reduce: one thread per column, combining in order along `dim` (index_geometry.h's
+// scatter_add_column), which needs no atomics for prod/amax/amin, keeps Assign's "last in index
+// order wins" and gives the CPU's result bit for bit.
+template <typename T, typename Combine>
+__global__ void __launch_bounds__(kBlockThreads)
+    scatter_reduce_columns_kernel(T* out, const int64_t* index, const T* src, IndexGeometry columns, int64_t length,
+                                  int64_t count, IndexErrorRecord* record, Combine combine) {
+  for (int64_t c = grid_start(); c < count; c += grid_stride()) {
+    const int64_t bad = scatter_add_column(out, index, src, columns, length, c, combine);
     if (bad >= 0) {
       const int64_t at = index_offsets(columns, c).index + bad * columns.index_strides[columns.dim];
       record_bad_index(record, IndexOp::ScatterAdd, index[at], columns.dim, columns.bound);
@@ -240,24 +257,56 @@ void CudaBackend::gather(const TensorView& x, int64_t dim, const TensorView& ind
   launch_gather(x, index, out, gather_geometry(x, dim, index), index.numel(), IndexOp::Gather, "gather");
 }
 
-void CudaBackend::scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) {
-  check_index_dtype(index, "scatter_add");
+namespace {
+
+// The checks scatter_add and scatter_reduce share, with the CPU's messages; returns the
+// normalized dim.
+int64_t check_scatter(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src,
+                      const char* op) {
+  check_index_dtype(index, op);
   const Dims os = index_detail::sizes_of(out), is = index_detail::sizes_of(index), ss = index_detail::sizes_of(src);
   const int64_t nd = static_cast<int64_t>(os.size());
   EMBER_CHECK(nd == static_cast<int64_t>(is.size()) && ss.size() == is.size(),
               "Index tensor must have the same number of dimensions as self tensor");
-  dim = normalize_dim(dim, nd, "scatter_add");
+  dim = normalize_dim(dim, nd, op);
   for (int64_t d = 0; d < nd; ++d) {
     EMBER_CHECK((d == dim || is[d] <= os[d]) && is[d] <= ss[d], "Expected index ", detail::shape_str(index.sizes),
                 " to be smaller than self ", detail::shape_str(out.sizes), " apart from dimension ", dim,
                 " and to be smaller size than src ", detail::shape_str(src.sizes));
   }
-  EMBER_CHECK(out.dtype == src.dtype, "scatter_add(): Expected self.dtype to be equal to src.dtype");
+  EMBER_CHECK(out.dtype == src.dtype, op, "(): Expected self.dtype to be equal to src.dtype");
   const int64_t size = os[dim];
-  DeviceGuard guard(out.device_index);
-  validate_indices(index, size, "scatter_add", [&](int64_t v) {
+  validate_indices(index, size, op, [&](int64_t v) {
     detail::fail("index ", v, " is out of bounds for dimension ", dim, " with size ", size);
   });
+  return dim;
+}
+
+}  // namespace
+
+void CudaBackend::scatter_reduce(ScatterReduceOp op, const TensorView& out, int64_t dim, const TensorView& index,
+                                 const TensorView& src) {
+  DeviceGuard guard(out.device_index);
+  dim = check_scatter(out, dim, index, src, "scatter_reduce");
+  if (index.numel() == 0) return;
+  const IndexGeometry g = scatter_add_geometry(out, dim, index, src);
+  const int64_t length = g.sizes[g.dim], count = index.numel() / length;
+  const cudaStream_t stream = current_stream(out.device_index);
+  IndexErrorRecord* record = index_error_record(out.device_index);
+  const Launch1d l = launch_1d(count);
+  kernels::visit_scatter_reduce(op, [&](auto combine) {
+    kernels::dispatch_all(out.dtype, "scatter_reduce", [&]<typename T>() {
+      scatter_reduce_columns_kernel<T><<<l.blocks, l.threads, 0, stream>>>(out.ptr<T>(), index.ptr<const int64_t>(),
+                                                                           src.ptr<const T>(), column_geometry(g),
+                                                                           length, count, record, combine);
+    });
+  });
+  check_launch("scatter_reduce");
+}
+
+void CudaBackend::scatter_add(const TensorView& out, int64_t dim, const TensorView& index, const TensorView& src) {
+  DeviceGuard guard(out.device_index);
+  dim = check_scatter(out, dim, index, src, "scatter_add");
   if (index.numel() == 0) return;
   const IndexGeometry g = scatter_add_geometry(out, dim, index, src);
   const int64_t total = index.numel();
