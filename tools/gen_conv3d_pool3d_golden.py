@@ -136,6 +136,9 @@ def conv_golden():
          dict(stride=1, padding=(1, 0, 0), output_padding=(1, 0, 0), groups=2, dilation=(2, 1, 1))),
         ("conv_transpose3d", (1, 2, 3, 2, 2), (2, 2, 3, 1, 1), True,
          dict(stride=(3, 1, 1), padding=(2, 0, 0), output_padding=(2, 0, 0), groups=1, dilation=1)),
+        # the last kernel depth lands past the output entirely
+        ("conv_transpose3d", (1, 2, 1, 2, 2), (2, 2, 3, 1, 1), True,
+         dict(stride=1, padding=(1, 0, 0), output_padding=0, groups=1, dilation=1)),
     ]
     i = 0
     for kind, xs, ws, bias, opts in cases:

@@ -263,22 +263,26 @@ Tensor conv_transpose3d_batched(const Tensor& input, const Tensor& weight, const
                                            groups, tail2(dilation));
   const int64_t oh = y.size(2), ow = y.size(3);
   const Tensor planes = y.view({n, d, groups, kd, og, oh, ow});
-  // Kernel depth k sends input plane t to output plane t * stride + k * dilation - padding: its
-  // planes, spread `stride` apart, padded (or cropped, negative) into place, and summed.
-  const int64_t spread = (d - 1) * stride[0] + 1;
-  Tensor total;
+  // Kernel depth k sends input plane t to output plane t * stride + k * dilation - padding. Seen
+  // from the unpadded start, that is row q = t + (k * dilation) / stride, phase
+  // r = (k * dilation) % stride of the output viewed as [Q, stride] planes: so each phase is a
+  // sum of whole kernel depths' planes shifted by a pad (a negative pad crops what lies past
+  // the output), and the phases interleave with one stack, with no zeros put between planes.
+  const int64_t s = stride[0];
+  const int64_t rows = (out[0] + padding[0] + s - 1) / s;
+  std::vector<Tensor> phases(static_cast<size_t>(s));
   for (int64_t k = 0; k < kd; ++k) {
-    Tensor part = planes.select(3, k).reshape({n, d, cout, oh, ow});
-    if (stride[0] > 1) {
-      part = ember::pad(part.unsqueeze(2), {0, 0, 0, 0, 0, 0, 0, stride[0] - 1})
-                 .view({n, d * stride[0], cout, oh, ow})
-                 .narrow(1, 0, spread);
-    }
-    const int64_t before = k * dilation[0] - padding[0];
-    const int64_t after = out[0] - before - spread;
-    part = ember::pad(part, {0, 0, 0, 0, 0, 0, before, after});
-    total = total.defined() ? total + part : part;
+    const int64_t shift = k * dilation[0] / s, phase = k * dilation[0] % s;
+    const Tensor part =
+        ember::pad(planes.select(3, k).reshape({n, d, cout, oh, ow}), {0, 0, 0, 0, 0, 0, shift, rows - d - shift});
+    Tensor& sum = phases[static_cast<size_t>(phase)];
+    sum = sum.defined() ? sum + part : part;
   }
+  for (Tensor& phase : phases) {
+    if (!phase.defined()) phase = zeros({n, rows, cout, oh, ow}, y.options());
+  }
+  const Tensor interleaved = s == 1 ? phases[0] : ember::stack(phases, 2).view({n, rows * s, cout, oh, ow});
+  const Tensor total = interleaved.narrow(1, padding[0], out[0]);
   Tensor result = total.permute({0, 2, 1, 3, 4}).contiguous();
   if (bias.defined()) result = result + bias.view({1, cout, 1, 1, 1});
   return result;

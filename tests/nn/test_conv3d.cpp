@@ -68,7 +68,7 @@ std::vector<GoldenCase> cases_of(bool layers) {
 
 TEST(Conv3d, FunctionsMatchPyTorch) {
   const std::vector<GoldenCase> cases = cases_of(false);
-  ASSERT_EQ(cases.size(), 12u);
+  ASSERT_EQ(cases.size(), 13u);
   for (const GoldenCase& c : cases) {
     SCOPED_TRACE(c.description);
     for (Dtype dtype : {kFloat64, kFloat32}) {
