@@ -322,7 +322,11 @@ Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, const Sc
 }  // namespace ember
 
 // Op families declared in headers of their own, part of the same public surface.
+#include "ember/bitwise.h"         // IWYU pragma: export
 #include "ember/conv_transpose.h"  // IWYU pragma: export
 #include "ember/interpolate.h"     // IWYU pragma: export
 #include "ember/pad.h"             // IWYU pragma: export
 #include "ember/pool1d.h"          // IWYU pragma: export
+#include "ember/sampling.h"        // IWYU pragma: export
+#include "ember/scan.h"            // IWYU pragma: export
+#include "ember/sort.h"            // IWYU pragma: export

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ember/detail/tensor_impl.h"
@@ -137,6 +138,9 @@ class Tensor {
   Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
   Tensor movedim(IntList source, IntList destination) const;
   Tensor as_strided(IntList sizes, IntList strides, std::optional<int64_t> storage_offset = std::nullopt) const;
+  /// Tensor.unfold: a view of every window of `size` elements along `dimension`, `step` apart,
+  /// as a new last dimension (windows overlap when step < size; their gradients add up).
+  Tensor unfold(int64_t dimension, int64_t size, int64_t step) const;
 
   // ---- copies ----
   Tensor contiguous() const;
@@ -270,6 +274,19 @@ class Tensor {
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+
+  // ---- sorting and running reductions (ember/sort.h, ember/scan.h have the documentation) ----
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  std::tuple<Tensor, Tensor> kthvalue(int64_t k, int64_t dim = -1, bool keepdim = false) const;
+  Tensor median() const;
+  std::tuple<Tensor, Tensor> median(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim, std::optional<Dtype> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<Dtype> dtype = std::nullopt) const;
+  std::tuple<Tensor, Tensor> cummax(int64_t dim) const;
+  std::tuple<Tensor, Tensor> cummin(int64_t dim) const;
+  Tensor logcumsumexp(int64_t dim) const;
 
   /// Exactly what PyTorch's repr() prints.
   std::string str() const;

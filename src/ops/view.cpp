@@ -339,3 +339,49 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
 }
 
 }  // namespace ember
+
+namespace ember {
+
+namespace {
+
+// The gradient of x.unfold(dim, size, step): each window's gradient added back at the positions
+// it covers (windows overlap when step < size), as a scatter_add along `dim` so that it is
+// differentiable in turn.
+Tensor unfold_backward(const Tensor& g, IntList input_sizes, int64_t dim, int64_t size, int64_t step) {
+  const int64_t windows = g.size(dim);
+  const TensorOptions index_options = TensorOptions(kInt64).device(g.device());
+  // Window w's element j came from position w * step + j.
+  const Tensor positions =
+      (arange(0, windows * step, step, index_options).unsqueeze(1) + arange(size, index_options)).reshape({-1});
+  const Tensor flat = g.movedim({g.dim() - 1}, {dim + 1}).flatten(dim, dim + 1);  // [.., windows * size, ..]
+  Dims index_sizes(static_cast<size_t>(flat.dim()), 1);
+  index_sizes[static_cast<size_t>(dim)] = windows * size;
+  const Tensor index = positions.view(index_sizes).expand(flat.sizes());
+  return zeros(input_sizes, g.options()).scatter_add(dim, index, flat);
+}
+
+}  // namespace
+
+Tensor Tensor::unfold(int64_t dimension, int64_t size, int64_t step) const {
+  detail::OpContext context("unfold", {{"input", this}});
+  const int64_t nd = dim();
+  const int64_t d = detail::wrap_dim(dimension, nd);
+  const int64_t length = nd == 0 ? 1 : impl().sizes[d];
+  EMBER_CHECK(size <= length, "maximum size for tensor at dimension ", d, " is ", length, " but size is ", size);
+  EMBER_CHECK(step > 0, "step is ", step, " but must be > 0");
+  EMBER_CHECK(size >= 0, "size is ", size, " but must be >= 0");
+  Dims sizes, strides;
+  for (int64_t i = 0; i < nd; ++i) {
+    sizes.push_back(i == d ? (length - size) / step + 1 : impl().sizes[i]);
+    strides.push_back(i == d ? impl().strides[i] * step : impl().strides[i]);
+  }
+  sizes.push_back(size);
+  strides.push_back(nd == 0 ? 1 : impl().strides[d]);
+  return autograd::record_view_of(detail::make_view(*this, sizes, strides, storage_offset()), *this, "UnfoldBackward0",
+                                  [input_sizes = Dims(impl().sizes), d, size, step, scalar = nd == 0](const Tensor& g) {
+                                    if (scalar) return g.reshape({});
+                                    return unfold_backward(g, input_sizes, d, size, step);
+                                  });
+}
+
+}  // namespace ember

@@ -59,14 +59,16 @@ inline std::vector<GoldenCase> golden_cases(const std::map<std::string, std::str
   return out;
 }
 
-/// `got` has `want`'s sizes and is allclose to it, both compared in float64.
+/// `got` has `want`'s sizes and is allclose to it, both compared in float64 (NaN where PyTorch
+/// has NaN counts as equal).
 inline void expect_close(const ember::Tensor& got, const ember::Tensor& want, double rtol, double atol,
                          const std::string& what) {
   ASSERT_TRUE(got.defined()) << what << " is undefined";
   ASSERT_EQ(got.sizes().vec(), want.sizes().vec()) << what;
-  EXPECT_TRUE(ember::allclose(got.to(ember::kFloat64), want.to(ember::kFloat64), rtol, atol)) << what << "\ngot\n"
-                                                                                              << got << "\nwant\n"
-                                                                                              << want;
+  EXPECT_TRUE(ember::allclose(got.to(ember::kFloat64), want.to(ember::kFloat64), rtol, atol, /*equal_nan=*/true))
+      << what << "\ngot\n"
+      << got << "\nwant\n"
+      << want;
 }
 
 /// Every parameter of `m` equals the golden "<prefix><name>" bit for bit, and there are as many of

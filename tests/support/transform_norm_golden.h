@@ -34,14 +34,15 @@ inline std::vector<int64_t> int_list(const std::string& text) {
   return out;
 }
 
-/// An op of the golden file: its inputs by name ("x", "a", "b", "input") to its result.
+/// An op of the golden file: its inputs by name ("x", "a", "b", "input", "c") to its result.
 using GoldenOp = std::function<ember::Tensor(const std::map<std::string, ember::Tensor>&)>;
 
-/// Runs every case whose op `ops` knows (the others are another test file's): the result and the
-/// gradient of each floating input against PyTorch's, to rtol/atol. Returns how many ran.
+/// Runs every case of `g` (by default transform_norm_golden()) whose op `ops` knows (the others
+/// are another test file's): the result and the gradient of each floating input against
+/// PyTorch's, to rtol/atol. Returns how many ran.
 inline int check_golden_cases(const std::map<std::string, std::function<GoldenOp(const GoldenCase&)>>& ops,
-                              double rtol = 1e-12, double atol = 1e-13) {
-  const ember::io::SafetensorsData& g = transform_norm_golden();
+                              double rtol = 1e-12, double atol = 1e-13,
+                              const ember::io::SafetensorsData& g = transform_norm_golden()) {
   int ran = 0;
   for (const GoldenCase& c : golden_cases(g.metadata)) {
     auto found = ops.find(c.options.at("op"));
@@ -49,7 +50,7 @@ inline int check_golden_cases(const std::map<std::string, std::function<GoldenOp
     SCOPED_TRACE(c.description);
     std::map<std::string, ember::Tensor> inputs;
     std::vector<std::string> names;
-    for (const char* name : {"x", "a", "b", "input"}) {
+    for (const char* name : {"x", "a", "b", "input", "c"}) {
       if (!g.contains(c.prefix + name)) continue;
       ember::Tensor t = g.at(c.prefix + name).clone();
       if (t.is_floating_point()) t.requires_grad_();
