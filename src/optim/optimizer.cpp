@@ -69,6 +69,21 @@ void Optimizer::step(const Tensor& skip) {
 
 bool Optimizer::skipped(const Tensor& skip) { return skip.defined() && skip.item<bool>(); }
 
+Tensor Optimizer::loaded_state(const std::string& name, const Tensor& saved, const Tensor& param) const {
+  // As PyTorch: floating state follows its parameter's dtype and device; "step" stays as saved
+  // (on the CPU, where reading it for the bias corrections does not wait for a GPU).
+  Tensor value = saved.detach();
+  if (name == "step") return value.clone();
+  if (value.is_floating_point()) {
+    value = value.to(param.device(), param.dtype(), /*non_blocking=*/false, /*copy=*/true);
+  } else {
+    value = value.to(param.device(), /*non_blocking=*/false, /*copy=*/true);
+  }
+  EMBER_CHECK(value.sizes().vec() == param.sizes().vec(), "optimizer state '", name, "' has size ",
+              detail::shape_str(value.sizes()), " but its parameter has size ", detail::shape_str(param.sizes()));
+  return value;
+}
+
 Optimizer::HostState Optimizer::host_state() const {
   HostState saved;
   saved.names.resize(state_.size());
@@ -155,20 +170,7 @@ void Optimizer::load_state_dict(const OptimizerStateDict& dict) {
     EMBER_CHECK(index < params.size(), "optimizer state dict has state for parameter ", index,
                 " but the optimizer has ", params.size(), " parameters");
     std::string name(ptr + 1, rest.data() + rest.size());
-    const Tensor& param = *params[index];
-    // As PyTorch: floating state follows its parameter's dtype and device; "step" stays as saved
-    // (on the CPU, where reading it for the bias corrections does not wait for a GPU).
-    Tensor value = tensor.detach();
-    if (name == "step") {
-      value = value.clone();
-    } else if (value.is_floating_point()) {
-      value = value.to(param.device(), param.dtype(), /*non_blocking=*/false, /*copy=*/true);
-    } else {
-      value = value.to(param.device(), /*non_blocking=*/false, /*copy=*/true);
-    }
-    EMBER_CHECK(name == "step" || value.sizes().vec() == param.sizes().vec(), "optimizer state '", key, "' has size ",
-                detail::shape_str(value.sizes()), " but its parameter has size ", detail::shape_str(param.sizes()));
-    new_state[index][name] = value;
+    new_state[index][name] = loaded_state(name, tensor, *params[index]);
   }
 
   for (size_t g = 0; g < groups_.size(); ++g) {

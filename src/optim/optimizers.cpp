@@ -13,19 +13,12 @@
 #include "ember/ops.h"
 #include "kernels/optim_ops.h"
 #include "optim/fused_updates.h"
+#include "optim/update_helpers.h"
 
 namespace ember::optim {
 namespace {
 
-std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
-  std::vector<ParamGroup> groups;
-  groups.emplace_back(std::move(params));
-  return groups;
-}
-
-void check_lr(double lr) { EMBER_CHECK(lr >= 0.0, "Invalid learning rate: ", python_float(lr)); }
-void check_eps(double eps) { EMBER_CHECK(eps >= 0.0, "Invalid epsilon value: ", python_float(eps)); }
-void check_weight_decay(double wd) { EMBER_CHECK(wd >= 0.0, "Invalid weight_decay value: ", python_float(wd)); }
+using namespace update;  // NOLINT(google-build-using-namespace): the rules' shared helpers
 
 /// Whether one fused backend call can replace the op-by-op update: every tensor contiguous,
 /// float32 or float64 like the parameter, on its device, and a skip flag there too. (Others,
@@ -50,65 +43,6 @@ void mark_written(std::initializer_list<const Tensor*> tensors) {
   for (const Tensor* t : tensors) {
     if (t->defined()) t->impl().storage->bump_version();
   }
-}
-
-/// step(skip)'s flag for an op-by-op update (a parameter no fused kernel takes: 16-bit, strided).
-/// A flag on the host is read there, which costs nothing. A flag on the parameter's device is not:
-/// reading it would make the host wait for the device once per parameter per step. The update then
-/// runs as if the step were taken, and finish() sets every tensor it wrote back to its value from
-/// before the step where the flag holds true: a select on the device, which keeps a taken step's
-/// values bit for bit.
-class OpByOpSkip {
- public:
-  OpByOpSkip(const Tensor& skip, const Tensor& param) {
-    if (!skip.defined()) return;
-    if (!skip.is_cpu() && skip.device() == param.device()) {
-      flag_ = skip;
-    } else {
-      skipped_ = skip.item<bool>();  // a CPU flag (or one on another device, which must be read)
-    }
-  }
-  /// Whether to leave the update out: a flag read on the host that holds true.
-  bool skipped() const { return skipped_; }
-  /// Remembers what `t` holds before the update writes it (nothing without a flag on the device).
-  void keep(const Tensor& t) {
-    if (flag_.defined() && t.defined()) saved_.emplace_back(t, t.clone());
-  }
-  /// A state tensor the update creates: zeros after a skipped step, as the fused kernels leave it.
-  void keep_as_zeros(const Tensor& t) {
-    if (flag_.defined() && t.defined()) saved_.emplace_back(t, zeros_like(t));
-  }
-  /// Takes the update back where the flag holds true.
-  void finish() {
-    for (auto& [t, before] : saved_) Tensor(t).copy_(where(flag_, before, t));
-  }
-
- private:
-  Tensor flag_;
-  bool skipped_ = false;
-  std::vector<std::pair<Tensor, Tensor>> saved_;
-};
-
-/// self.lerp_(end, weight) with PyTorch's CPU formula, which switches form at weight 0.5.
-void lerp_(Tensor& self, const Tensor& end, double weight) {
-  if (weight < 0.5) {
-    self.add_(end.sub(self), weight);
-  } else {
-    self.copy_(end.sub(end.sub(self), 1.0 - weight));
-  }
-}
-
-/// self.mul_(decay).addcmul_(x, x, value=1-decay): a running average of squares.
-void decay_add_square_(Tensor& self, const Tensor& x, double decay) {
-  self.mul_(decay);
-  self.add_(x.mul(x), 1.0 - decay);
-}
-
-/// The "step" counter PyTorch keeps as a float32 0-dim tensor; returns the incremented count.
-double increment_step(std::map<std::string, Tensor>& state) {
-  Tensor& step = state["step"];
-  step.add_(1.0);
-  return step.item<double>();
 }
 
 Options sgd_options(const SGDOptions& o) {
@@ -169,14 +103,6 @@ Options rmsprop_options(const RMSpropOptions& o) {
           {"momentum", o.momentum},
           {"centered", o.centered ? 1.0 : 0.0},
           {"maximize", o.maximize ? 1.0 : 0.0}};
-}
-
-/// The gradient as the rule sees it: negated when maximizing, plus L2 decay when asked.
-Tensor effective_grad(const ParamGroup& group, const Tensor& param, const Tensor& grad) {
-  Tensor g = group.get("maximize") != 0 ? grad.neg() : grad;
-  double weight_decay = group.get("weight_decay");
-  if (weight_decay != 0) g = g.add(param, weight_decay);
-  return g;
 }
 
 }  // namespace

@@ -104,6 +104,12 @@ class Optimizer {
                       const Tensor& skip) = 0;
   /// For an update that cannot hand `skip` to a fused kernel: reads it on the host.
   static bool skipped(const Tensor& skip);
+  /// What load_state_dict() keeps of the saved state entry `name` of `param`. The default is
+  /// PyTorch's policy (torch.optim.Optimizer._process_value_according_to_param_policy): "step" as
+  /// saved, floating tensors in the parameter's dtype on its device, others on its device; and the
+  /// size must be the parameter's. Optimizers whose state holds other shapes (Adafactor's factored
+  /// moments, LBFGS's history) or scalars kept on the host (ASGD's eta and mu) override it.
+  virtual Tensor loaded_state(const std::string& name, const Tensor& saved, const Tensor& param) const;
 
  private:
   Options defaults_;
