@@ -1,11 +1,19 @@
 #pragma once
-/// The optimizers of torch.optim that ember provides, with PyTorch's defaults and update rules.
+/// The optimizers of torch.optim that ember provides, with PyTorch's defaults and update rules:
+/// SGD, Adam, AdamW, Adadelta and RMSprop here; Adagrad, Adamax, NAdam, RAdam
+/// (adaptive_optimizers.h), Rprop and ASGD (rprop_asgd.h), Adafactor (adafactor.h), Muon (muon.h)
+/// and LBFGS (lbfgs.h), which this header includes.
 /// Each takes either a list of parameters or a list of ParamGroups (whose missing options come
 /// from the options struct), e.g.
 ///   ember::optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9});
 #include <vector>
 
+#include "ember/optim/adafactor.h"            // IWYU pragma: export
+#include "ember/optim/adaptive_optimizers.h"  // IWYU pragma: export
+#include "ember/optim/lbfgs.h"                // IWYU pragma: export
+#include "ember/optim/muon.h"                 // IWYU pragma: export
 #include "ember/optim/optimizer.h"
+#include "ember/optim/rprop_asgd.h"  // IWYU pragma: export
 
 namespace ember::optim {
 
