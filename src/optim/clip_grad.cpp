@@ -1,6 +1,7 @@
 #include "ember/optim/clip_grad.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/check.h"
 #include "ember/autograd.h"
@@ -36,6 +37,58 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   Tensor clip_coef = clamp(max_norm / (total_norm + 1e-6), std::nullopt, Scalar(1.0));
   for (Tensor& g : grads) g.mul_(clip_coef.to(g.device(), g.dtype()));
   return total_norm;
+}
+
+void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
+  NoGradGuard no_grad;
+  for (const Tensor& p : params) {
+    Tensor g = p.grad();
+    if (g.defined()) g.clamp_(-clip_value, clip_value);
+  }
+}
+
+namespace {
+
+/// PyTorch's _check_param_device: every parameter on the first one's device.
+void check_same_device(const Tensor& param, std::optional<Device>& first) {
+  if (!first) {
+    first = param.device();
+    return;
+  }
+  if (param.device() != *first) {
+    EMBER_CHECK(false, "Found two parameters on different devices, this is currently not supported.");
+  }
+}
+
+}  // namespace
+
+Tensor parameters_to_vector(const std::vector<Tensor>& params) {
+  std::optional<Device> device;
+  std::vector<Tensor> views;
+  for (const Tensor& p : params) {
+    check_same_device(p, device);
+    views.push_back(p.view({-1}));
+  }
+  return cat(views);
+}
+
+void vector_to_parameters(const Tensor& vec, const std::vector<Tensor>& params) {
+  EMBER_CHECK(vec.defined(), "expected torch.Tensor, but got: NoneType");
+  std::optional<Device> device;
+  int64_t total = 0;
+  for (const Tensor& p : params) {
+    check_same_device(p, device);
+    total += p.numel();
+  }
+  EMBER_CHECK(vec.dim() == 1 && vec.numel() >= total, "vector_to_parameters: the vector of size ",
+              detail::shape_str(vec.sizes()), " does not hold the parameters' ", total, " elements");
+  NoGradGuard no_grad;
+  int64_t pointer = 0;
+  for (const Tensor& p : params) {
+    const int64_t n = p.numel();
+    Tensor(p).copy_(vec.narrow(0, pointer, n).view(p.sizes()));
+    pointer += n;
+  }
 }
 
 }  // namespace ember::optim
