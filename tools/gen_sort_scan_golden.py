@@ -2,7 +2,7 @@
 """Writes the PyTorch goldens for tests/ops/test_sort_scan.cpp into
 tests/ops/golden/sort_scan_golden.safetensors: sort, argsort, msort, topk, kthvalue, median,
 nanmedian, unique, unique_consecutive, searchsorted, bucketize, cumsum, cumprod, cummax, cummin,
-logcumsumexp, the bitwise ops and shifts, isclose and Tensor.unfold.
+logcumsumexp (and prod's gradient with zeros), the bitwise ops and shifts, isclose and Tensor.unfold.
 
 The format is tests/support/transform_norm_golden.h's: metadata "case<i>" is
 "KIND,op=NAME[,key=value...]" (integer lists joined with ';'), tensors case<i>.x (or .a, .b,
@@ -148,6 +148,12 @@ ZEROS = torch.tensor([[2., 0., 3., -1., 0., 4.], [1.5, -2., 0., 3., 2., 0.5], [0
                       [1., 2., 3., 4., 5., 0.]], dtype=torch.float64)
 for dim in (0, 1):
     add("unary", dict(op="cumprod", dim=dim), dict(x=ZEROS), lambda x, d=dim: torch.cumprod(x, d))
+# prod's gradient with zeros in the input (PyTorch's prod_safe_zeros_backward), which cumprod's
+# double backward goes through.
+for dim in (0, 1):
+    add("unary", dict(op="prod", dim=dim), dict(x=ZEROS), lambda x, d=dim: torch.prod(x, d))
+for row in (0, 2, 3):
+    add("unary", dict(op="prod"), dict(x=ZEROS[row].clone()), lambda x: torch.prod(x))
 STEPS = torch.tensor([[1., 3., 3., nan, 2., 5.], [-inf, 2., 2., 1., inf, inf], [0., -0.0, 0., -1., -1., 4.]],
                      dtype=torch.float64)
 add_pair(dict(op="cummax", dim=1), dict(x=STEPS), lambda x: torch.cummax(x, 1))

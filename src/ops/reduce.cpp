@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
+#include "ember/grad_mode.h"
 #include "ember/ops.h"
 
 namespace ember {
@@ -68,6 +69,31 @@ std::vector<int64_t> reduced_dims_of(IntList keepdim_sizes, IntList in_sizes) {
   return dims;
 }
 
+// The gradient of prod along `dim` when the input may hold zeros (PyTorch's
+// prod_safe_zeros_backward): each element's gradient is the product of the others, formed as
+// the exclusive running product from the front times the one from the back, which never divides.
+Tensor prod_without_division(const Tensor& g, const Tensor& x, int64_t dim) {
+  if (x.numel() == 0) return g.expand(x.sizes());
+  Dims one_sizes(x.sizes());
+  one_sizes[static_cast<size_t>(dim)] = 1;
+  const Tensor ones_slice = ones(one_sizes, x.options());
+  const int64_t n = x.size(dim);
+  const Tensor before = cumprod(cat({ones_slice, x.narrow(dim, 0, n - 1)}, dim), dim);
+  const Tensor after = cumprod(cat({ones_slice, x.narrow(dim, 1, n - 1).flip({dim})}, dim), dim).flip({dim});
+  return g * (before * after);
+}
+
+// PyTorch's prod_backward: prod / x without zeros; with zeros, the products of the others (and,
+// for the full product outside create_graph, zeros when there are several zeros).
+Tensor prod_backward(const Tensor& g_keep, const Tensor& x, const Tensor& out_keep, bool all_dims, int64_t dim) {
+  if (x.dim() == 0) return g_keep.reshape({});
+  const int64_t zeros_in_x = eq(x, zeros({}, x.options())).sum().item<int64_t>();
+  if (zeros_in_x == 0) return g_keep * (out_keep / x);
+  if (!all_dims) return prod_without_division(g_keep, x, dim);
+  if (zeros_in_x > 1 && !GradMode::is_enabled()) return zeros_like(x);
+  return prod_without_division(g_keep.reshape({1}), x.contiguous().view({-1}), 0).view(x.sizes());
+}
+
 void record_reduction(ReduceOp op, Tensor& out, const Tensor& x, const ReducePlan& plan, bool all_dims,
                       int64_t correction, const Tensor* indices, int64_t reduced_dim) {
   using autograd::SavedTensor;
@@ -87,11 +113,12 @@ void record_reduction(ReduceOp op, Tensor& out, const Tensor& x, const ReducePla
                        });
       return;
     case ReduceOp::Prod:
-      // d(prod)/dx_i = prod / x_i; inputs containing zeros are not handled specially.
-      autograd::record(out, all_dims ? "ProdBackward0" : "ProdBackward1", {&x},
-                       [keep, sx = SavedTensor(x), so = SavedTensor::output(out)](const Tensor& g) {
-                         return std::vector<Tensor>{unreduce(g * so.get(), keep) / sx.get()};
-                       });
+      autograd::record(
+          out, all_dims ? "ProdBackward0" : "ProdBackward1", {&x},
+          [keep, all_dims, dim = reduced_dim, sx = SavedTensor(x), so = SavedTensor::output(out)](const Tensor& g) {
+            return std::vector<Tensor>{
+                prod_backward(unreduce(g, keep), sx.get(), unreduce(so.get(), keep), all_dims, dim)};
+          });
       return;
     case ReduceOp::Max:
     case ReduceOp::Min:

@@ -1,8 +1,8 @@
 // Sorting and selection (sort, argsort, msort, topk, kthvalue, median, nanmedian, unique,
 // unique_consecutive, searchsorted, bucketize), the scans (cumsum, cumprod, cummax, cummin,
-// logcumsumexp), Tensor.unfold, the bitwise ops and isclose, and the sampling ops: values and
-// gradients against PyTorch's (tools/gen_sort_scan_golden.py), dtypes, double backward, errors,
-// and the stand-in device against the CPU.
+// logcumsumexp), prod's gradient with zeros, Tensor.unfold, the bitwise ops and isclose, and the
+// sampling ops: values and gradients against PyTorch's (tools/gen_sort_scan_golden.py), dtypes, double
+// backward, errors, and the stand-in device against the CPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -135,6 +135,10 @@ OpTable scan_ops() {
   t["cumprod"] = [](const GoldenCase& c) -> GoldenOp {
     return [d = c.num("dim")](const Inputs& in) { return in.at("x").cumprod(d); };
   };
+  t["prod"] = [](const GoldenCase& c) -> GoldenOp {
+    if (!c.options.count("dim")) return [](const Inputs& in) { return prod(in.at("x")); };
+    return [d = c.num("dim")](const Inputs& in) { return prod(in.at("x"), d); };
+  };
   t["logcumsumexp"] = [](const GoldenCase& c) -> GoldenOp {
     return [d = c.num("dim")](const Inputs& in) { return logcumsumexp(in.at("x"), d); };
   };
@@ -187,7 +191,7 @@ TEST(SortScan, SortFamilyMatchesPyTorch) {
 
 TEST(SortScan, ScansMatchPyTorch) {
   // logcumsumexp's gradient goes through exp and log: a few ulp more than the others.
-  EXPECT_EQ(ember_test::check_golden_cases(scan_ops(), 1e-11, 1e-12, golden()), 49);
+  EXPECT_EQ(ember_test::check_golden_cases(scan_ops(), 1e-11, 1e-12, golden()), 54);
 }
 
 TEST(SortScan, BitwiseAndIscloseMatchPyTorch) {
