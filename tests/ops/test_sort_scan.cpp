@@ -1,8 +1,8 @@
 // Sorting and selection (sort, argsort, msort, topk, kthvalue, median, nanmedian, unique,
 // unique_consecutive, searchsorted, bucketize), the scans (cumsum, cumprod, cummax, cummin,
-// logcumsumexp), prod's gradient with zeros, Tensor.unfold, the bitwise ops and isclose, and the
-// sampling ops: values and gradients against PyTorch's (tools/gen_sort_scan_golden.py), dtypes, double
-// backward, errors, and the stand-in device against the CPU.
+// logcumsumexp), prod's gradient with zeros, Tensor.unfold, the bitwise ops and isclose, and
+// the sampling ops: values and gradients against PyTorch's (tools/gen_sort_scan_golden.py),
+// dtypes, double backward, errors, and the stand-in device against the CPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
