@@ -31,6 +31,7 @@ LAYERS = [
     ("nn", ["nn"]),                    # modules and functional
     ("optim", ["optim"]),              # optimizers, schedulers, gradient clipping and scaling
     ("io", ["io"]),                    # files and text: printing, safetensors, torch.save, numpy, checkpoints
+    ("models", ["models"]),            # ember::models: the model families (ResNet, GPT-2, ...), built of nn
     ("umbrella", []),                  # ember.h, which includes everything
 ]
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
@@ -50,6 +51,7 @@ PUBLIC = [
     (r"nn/.*", "nn"),
     (r"(optim/.*|amp/grad_scaler\.h|amp\.h)", "optim"),
     (r"(io/.*|print\.h|version\.h)", "io"),
+    (r"models/.*", "models"),
     (r"ember\.h", "umbrella"),
 ]
 
