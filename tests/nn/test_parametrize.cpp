@@ -275,6 +275,17 @@ TEST(NnParametrize, ApplyOnlyThroughCallsAndNoGrad) {
   EXPECT_TRUE(layer->get_parameter("parametrizations.weight.original0").grad().defined());
 }
 
+TEST(NnParametrize, MovedModulesRecomputeAtTheNextCall) {
+  auto layer = std::make_shared<nn::Linear>(4, 3);
+  pzs::spectral_norm(layer);
+  layer->to(kFloat64);  // the originals and buffers move; the weight follows at the next call
+  Tensor y = (*layer)(g("sn_linear.x0").narrow(1, 0, 4));
+  EXPECT_EQ(y.dtype(), kFloat64);
+  EXPECT_EQ(layer->weight.dtype(), kFloat64);
+  y.sum().backward();
+  EXPECT_EQ(layer->get_parameter("parametrizations.weight.original").grad().dtype(), kFloat64);
+}
+
 TEST(NnParametrize, ErrorsInPyTorchsWords) {
   auto layer = std::make_shared<nn::Linear>(4, 3);
   EXPECT_EQ(error_of([&] { pzs::spectral_norm(layer, "foo"); }),
