@@ -45,7 +45,16 @@ Tensor flip(const Tensor& x, IntList dims) {
   Tensor out = x;
   for (int64_t d : wrapped) {
     const int64_t n = x.size(d);
-    out = index_select(out, d, positions(n, x.device()).neg() + (n - 1));
+    const Tensor reversed = positions(n, x.device()).neg() + (n - 1);
+    if (d == x.dim() - 1 && x.dim() > 1) {
+      // Along the last dimension, index_select copies one element per row; gather with the
+      // index broadcast over the rows walks each row in one loop (several times faster).
+      Dims index_sizes(static_cast<size_t>(x.dim()), 1);
+      index_sizes[static_cast<size_t>(d)] = n;
+      out = gather(out, d, reversed.view(index_sizes).expand(out.sizes()));
+    } else {
+      out = index_select(out, d, reversed);
+    }
   }
   return out;
 }
