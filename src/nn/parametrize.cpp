@@ -4,6 +4,8 @@
 #include "ember/nn/parametrize.h"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <utility>
 
 #include "autograd/node.h"
@@ -100,6 +102,21 @@ std::pair<ParametrizeAccess::Named*, ParametrizeAccess::Named::iterator> find_te
     if (it != list->end()) return {list, it};
   }
   return {nullptr, {}};
+}
+
+// parametrize::Cached's state: how many guards are alive, and the lists whose slot already shows
+// a value computed under them. Process-wide, as PyTorch's _cache.
+std::mutex cache_mutex;
+int cache_depth = 0;
+std::set<const ParametrizationList*> cached_lists;
+
+// The refresher a parametrized module runs before each call (Module::set_parametrized).
+void refresh(const std::shared_ptr<ParametrizationList>& list) {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    if (cache_depth > 0 && !cached_lists.insert(list.get()).second) return;
+  }
+  show_value(ParametrizeAccess::slot(*list), list->value());
 }
 
 // Runs a parametrization module on one tensor, through operator() as PyTorch's module call.
@@ -244,6 +261,16 @@ void ParametrizationList::append(std::shared_ptr<Module> parametrization) {
 
 namespace utils::parametrize {
 
+Cached::Cached() {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  ++cache_depth;
+}
+
+Cached::~Cached() {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  if (--cache_depth == 0) cached_lists.clear();
+}
+
 bool is_parametrized(const Module& module, const std::optional<std::string>& tensor_name) {
   auto dict = parametrization_dict(module);
   if (!dict) return false;
@@ -319,8 +346,7 @@ Module& register_parametrization(Module& module, const std::string& tensor_name,
   }
   dict->insert(tensor_name, list);
   ParametrizeAccess::slot(*list) = slot;
-  ParametrizeAccess::set_parametrized(module, tensor_name,
-                                      [list] { show_value(ParametrizeAccess::slot(*list), list->value()); });
+  ParametrizeAccess::set_parametrized(module, tensor_name, [list] { refresh(list); });
   show_value(slot, value);
   return module;
 }
@@ -361,6 +387,10 @@ Module& remove_parametrizations(Module& module, const std::string& tensor_name, 
   }
 
   ParametrizeAccess::unset_parametrized(module, tensor_name);
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    cached_lists.erase(list.get());
+  }
   auto dict = parametrization_dict(module);
   erase_child(*dict, tensor_name);
   if (dict->empty()) erase_child(module, "parametrizations");

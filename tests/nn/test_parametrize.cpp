@@ -275,6 +275,36 @@ TEST(NnParametrize, ApplyOnlyThroughCallsAndNoGrad) {
   EXPECT_TRUE(layer->get_parameter("parametrizations.weight.original0").grad().defined());
 }
 
+TEST(NnParametrize, CachedComputesOncePerGuard) {
+  auto layer = std::make_shared<nn::Linear>(5, 4);
+  layer->to(kFloat64);
+  pzs::spectral_norm(layer);
+  Tensor u = layer->get_buffer("parametrizations.weight.0._u");
+  const Tensor x = g("sn_linear.x0");
+  Tensor total;
+  {
+    pz::Cached outer;
+    const Tensor u_before = u.clone();
+    Tensor y0 = (*layer)(x);
+    const Tensor u_after_first = u.clone();
+    EXPECT_FALSE(equal(u_after_first, u_before));  // the first call runs the power iteration
+    {
+      pz::Cached inner;
+      Tensor y1 = (*layer)(x);
+      EXPECT_TRUE(equal(y1, y0));
+    }
+    Tensor y2 = (*layer)(x);  // still inside the outer guard: the cached weight
+    EXPECT_TRUE(equal(u, u_after_first));
+    EXPECT_TRUE(equal(y2, y0));
+    total = y0.sum() + y2.sum();
+  }
+  total.backward();  // both calls' gradients reach the original through the one value
+  EXPECT_TRUE(layer->get_parameter("parametrizations.weight.original").grad().defined());
+  const Tensor u_cached = u.clone();
+  (*layer)(x);  // the guard is gone: recomputed, one more power iteration
+  EXPECT_FALSE(equal(u, u_cached));
+}
+
 TEST(NnParametrize, MovedModulesRecomputeAtTheNextCall) {
   auto layer = std::make_shared<nn::Linear>(4, 3);
   pzs::spectral_norm(layer);

@@ -116,6 +116,18 @@ std::shared_ptr<M> register_parametrization(std::shared_ptr<M> module, const std
   return module;
 }
 
+/// torch.nn.utils.parametrize.cached(): while a Cached is alive (in any thread), each
+/// parametrized tensor is computed at its first call and reused by later calls, instead of
+/// being recomputed at every call (a parametrized layer called in a loop, as an RNN's step).
+/// Guards nest; the values are dropped when the outermost one ends.
+class Cached {
+ public:
+  Cached();
+  ~Cached();
+  Cached(const Cached&) = delete;
+  Cached& operator=(const Cached&) = delete;
+};
+
 /// Whether `module` has a parametrization on `tensor_name` (any, when not given).
 bool is_parametrized(const Module& module, const std::optional<std::string>& tensor_name = std::nullopt);
 
