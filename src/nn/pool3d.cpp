@@ -180,6 +180,43 @@ std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, IntList 
   return max_pool3d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, true);
 }
 
+namespace {
+
+/// Average pooling of a batched floating-point input, height and width first, then depth.
+Tensor avg_pool3d_separable(const Tensor& x, const Window& w, bool ceil_mode, bool count_include_pad,
+                            std::optional<int64_t> divisor_override) {
+  const int64_t n = x.size(0), c = x.size(1), d = x.size(2);
+  // With a divisor override, the first step only sums (divisor 1) and the second divides.
+  const std::optional<int64_t> first_divisor = divisor_override ? std::optional<int64_t>(1) : std::nullopt;
+  const Tensor a = ember::avg_pool2d(x.reshape({n, c * d, x.size(3), x.size(4)}), {w.kernel[1], w.kernel[2]},
+                                     {w.stride[1], w.stride[2]}, {w.padding[1], w.padding[2]}, ceil_mode,
+                                     count_include_pad, first_divisor);
+  const int64_t oh = a.size(2), ow = a.size(3);
+  const Tensor b = ember::avg_pool2d(a.view({n, c, d, oh * ow}), {w.kernel[0], 1}, {w.stride[0], 1}, {w.padding[0], 0},
+                                     ceil_mode, count_include_pad, divisor_override);
+  return b.view({n, c, b.size(2), oh, ow});
+}
+
+/// PyTorch's int64 average: each window's sum divided by its divisor, truncated toward zero. The
+/// sums are float64 pools with a divisor of 1 (exact below 2^53); each window's divisor is its
+/// count of input elements over the average of ones, which is that count over the divisor.
+Tensor avg_pool3d_int64(const Tensor& x, const Window& w, bool ceil_mode, bool count_include_pad,
+                        std::optional<int64_t> divisor_override) {
+  const Tensor values = x.to(kFloat64);
+  const Tensor sums = avg_pool3d_separable(values, w, ceil_mode, count_include_pad, 1);
+  Tensor divisor;
+  if (divisor_override) {
+    divisor = full({}, static_cast<double>(*divisor_override), TensorOptions().dtype(kFloat64).device(x.device()));
+  } else {
+    const Tensor ones = ones_like(values).narrow(0, 0, std::min<int64_t>(values.size(0), 1));
+    const Tensor counts = avg_pool3d_separable(ones, w, ceil_mode, count_include_pad, 1);
+    divisor = ember::round(counts / avg_pool3d_separable(ones, w, ceil_mode, count_include_pad, std::nullopt));
+  }
+  return ember::trunc(sums / divisor).to(kInt64);
+}
+
+}  // namespace
+
 Tensor avg_pool3d(const Tensor& input, IntList kernel_size, IntList stride, IntList padding, bool ceil_mode,
                   bool count_include_pad, std::optional<int64_t> divisor_override) {
   ember::detail::OpContext context("avg_pool3d", {{"input", &input}});
@@ -198,19 +235,13 @@ Tensor avg_pool3d(const Tensor& input, IntList kernel_size, IntList stride, IntL
   EMBER_CHECK(input.dim() == 4 || input.dim() == 5, "non-empty 4D or 5D (batch mode) tensor expected for input");
   compute_out(input, w, ceil_mode);
   check_pool3d_shape(input, w, "avg_pool3d()", true);
-  EMBER_CHECK(input.is_floating_point(), "avg_pool3d: integer inputs are not supported yet (got '",
-              scalar_type_name(input.dtype()), "')");
+  // PyTorch averages int64 too (the truncated quotient); no other integer type.
+  EMBER_CHECK(input.is_floating_point() || input.dtype() == kInt64, "\"avg_pool3d_out_frame\" not implemented for '",
+              scalar_type_name(input.dtype()), "'");
   const Tensor x = as_batched(input);
-  const int64_t n = x.size(0), c = x.size(1), d = x.size(2);
-  // With a divisor override, the first step only sums (divisor 1) and the second divides.
-  const std::optional<int64_t> first_divisor = divisor_override ? std::optional<int64_t>(1) : std::nullopt;
-  const Tensor a = ember::avg_pool2d(x.reshape({n, c * d, x.size(3), x.size(4)}), {w.kernel[1], w.kernel[2]},
-                                     {w.stride[1], w.stride[2]}, {w.padding[1], w.padding[2]}, ceil_mode,
-                                     count_include_pad, first_divisor);
-  const int64_t oh = a.size(2), ow = a.size(3);
-  const Tensor b = ember::avg_pool2d(a.view({n, c, d, oh * ow}), {w.kernel[0], 1}, {w.stride[0], 1}, {w.padding[0], 0},
-                                     ceil_mode, count_include_pad, divisor_override);
-  return as_given(b.view({n, c, b.size(2), oh, ow}), input);
+  if (input.dtype() == kInt64)
+    return as_given(avg_pool3d_int64(x, w, ceil_mode, count_include_pad, divisor_override), input);
+  return as_given(avg_pool3d_separable(x, w, ceil_mode, count_include_pad, divisor_override), input);
 }
 
 namespace {

@@ -205,6 +205,18 @@ TEST(Pool3d, LayerArgumentsFollowPyTorch) {
   const Tensor pooled_integers = F::max_pool3d(arange(8).reshape({1, 1, 2, 2, 2}), {2});
   EXPECT_EQ(pooled_integers.dtype(), kInt64);
   EXPECT_EQ(pooled_integers.item<int64_t>(), 7);
+  // int64 averages are PyTorch's truncated quotients (values from PyTorch 2.15).
+  const Tensor longs = tensor(std::vector<int64_t>{-3, -4, 5, 7, 1, 2, -9, 8}).reshape({1, 1, 2, 2, 2});
+  EXPECT_EQ(F::avg_pool3d(longs, {2}).item<int64_t>(), 0);
+  const Tensor halves = F::avg_pool3d(longs, {1, 1, 2});
+  EXPECT_EQ(halves.dtype(), kInt64);
+  EXPECT_TRUE(equal(halves, tensor(std::vector<int64_t>{-3, 6, 1, 0}).reshape({1, 1, 2, 2, 1})));
+  EXPECT_TRUE(equal(F::avg_pool3d(longs, {1, 1, 2}, {}, {0}, false, true, 3),
+                    tensor(std::vector<int64_t>{-2, 4, 1, 0}).reshape({1, 1, 2, 2, 1})));
+  EXPECT_TRUE(equal(F::avg_pool3d(longs, {1, 2, 2}, {}, {0, 1, 0}, false, false),
+                    tensor(std::vector<int64_t>{-3, 6, 1, 0}).reshape({1, 1, 2, 2, 1})));
+  EXPECT_EQ(error_of([&] { F::avg_pool3d(longs.to(kInt32), {2}); }),
+            "\"avg_pool3d_out_frame\" not implemented for 'Int'");
   EXPECT_EQ(F::max_pool3d(zeros({0, 3, 4, 5, 6}), {2}).sizes().vec(), (std::vector<int64_t>{0, 3, 2, 2, 3}));
   EXPECT_EQ(F::avg_pool3d(zeros({0, 3, 4, 5, 6}), {2}).sizes().vec(), (std::vector<int64_t>{0, 3, 2, 2, 3}));
   EXPECT_EQ(F::adaptive_avg_pool3d(zeros({2, 3, 4, 5, 6}), {0}).sizes().vec(), (std::vector<int64_t>{2, 3, 0, 0, 0}));
