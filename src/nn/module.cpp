@@ -469,7 +469,6 @@ Tensor Module::call_with_hooks(const Tensor& input_arg) {
   // Copies: a hook may register or remove hooks (the new set applies from the next call), and
   // the backward hooks of this call are those registered now, as in PyTorch.
   const std::shared_ptr<ModuleHooks> state = hooks_;
-  for (const auto& item : std::vector(state->parametrized)) item.second();
   const auto forward_pre = state->forward_pre;
   const auto forward_hooks = state->forward;
   const auto always_called = state->forward_always_called;
@@ -481,6 +480,9 @@ Tensor Module::call_with_hooks(const Tensor& input_arg) {
     for (const auto& hook : forward_pre) {
       if (std::optional<Tensor> replaced = hook.fn(*this, input)) input = *replaced;
     }
+    // Parametrized tensors are computed after the pre-hooks, as PyTorch computes them when
+    // forward reads them: a pre-hook's change to an original reaches this call.
+    for (const auto& item : std::vector(state->parametrized)) item.second();
     std::shared_ptr<BackwardHookCall> backward_call;
     if (!state->backward.empty() || !state->backward_pre.empty()) {
       backward_call = std::make_shared<BackwardHookCall>();

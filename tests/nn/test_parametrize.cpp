@@ -305,6 +305,20 @@ TEST(NnParametrize, CachedComputesOncePerGuard) {
   EXPECT_FALSE(equal(u, u_cached));
 }
 
+TEST(NnParametrize, ForwardPreHooksRunBeforeTheValueIsComputed) {
+  // A pre-hook that changes an original is seen by the same call, as PyTorch computes the value
+  // when forward reads it.
+  auto layer = std::make_shared<nn::Linear>(3, 2);
+  pz::register_parametrization(layer, "weight", std::make_shared<Scale>(1.0));
+  Tensor original = layer->get_parameter("parametrizations.weight.original");
+  layer->register_forward_pre_hook([&](nn::Module&, const Tensor&) -> std::optional<Tensor> {
+    NoGradGuard no_grad;
+    original.zero_();
+    return std::nullopt;
+  });
+  EXPECT_TRUE(equal((*layer)(ones({1, 3})), layer->bias.detach().unsqueeze(0)));
+}
+
 TEST(NnParametrize, MovedModulesRecomputeAtTheNextCall) {
   auto layer = std::make_shared<nn::Linear>(4, 3);
   pzs::spectral_norm(layer);

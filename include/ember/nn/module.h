@@ -189,7 +189,7 @@ class Module : public std::enable_shared_from_this<Module> {
   Tensor call_with_hooks(const Tensor& input);
   ModuleHooks& hooks();
   /// Parametrized tensors (nn::utils::parametrize): `refresh` recomputes the value that the
-  /// layer's handle for `name` shows, and runs before each call's hooks and forward.
+  /// layer's handle for `name` shows, and runs in each call after the forward pre-hooks.
   void set_parametrized(const std::string& name, std::function<void()> refresh);
   void unset_parametrized(const std::string& name);
   bool has_parametrized(const std::string& name) const;

@@ -19,7 +19,7 @@
 ///    have PyTorch's keys in PyTorch's order; the originals are new leaves (sharing the slot's
 ///    storage where right_inverse leaves the value as it is);
 ///  - the module is given a refresher for the name (Module::set_parametrized), which operator()
-///    runs before the hooks and forward of each call: it computes the ParametrizationList's value
+///    runs in each call after the forward pre-hooks, right before forward: it computes the ParametrizationList's value
 ///    from the originals (with grad mode as it is) and rebinds the slot to it — storage, geometry,
 ///    dtype and autograd history (a fresh AutogradMeta holding the value's grad_fn). The layer's
 ///    unchanged forward then reads a non-leaf whose gradient flows to the originals, exactly as
