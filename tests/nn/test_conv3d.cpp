@@ -12,6 +12,7 @@
 #include "ember/ember.h"
 #include "ember/io/safetensors.h"
 #include "ember/nn/conv3d.h"
+#include "support/devices.h"
 #include "support/error_of.h"
 #include "support/golden_cases.h"
 #include "support/gradcheck.h"
@@ -299,5 +300,38 @@ TEST(Conv3d, ErrorsMatchPyTorch) {
             }),
             "ConvTranspose3D: for 5D input, output_size must have 3 or 5 elements (got 2)");
 }
+
+class Conv3dDevice : public ember_test::DeviceTest {};
+
+TEST_P(Conv3dDevice, EveryCaseMatchesTheCpu) {
+  for (const GoldenCase& c : cases_of(false)) {
+    SCOPED_TRACE(c.description);
+    std::vector<Tensor> cpu{at(c, "x").clone(), at(c, "w").clone()},
+        dev{at(c, "x").to(device()), at(c, "w").to(device())};
+    if (has(c, "b")) {
+      cpu.push_back(at(c, "b").clone());
+      dev.push_back(at(c, "b").to(device()));
+    }
+    for (Tensor& t : cpu) t.requires_grad_();
+    for (Tensor& t : dev) t.requires_grad_();
+    const Tensor y_cpu = run_op(c, cpu[0], cpu[1], cpu.size() > 2 ? cpu[2] : Tensor());
+    const Tensor y_dev = run_op(c, dev[0], dev[1], dev.size() > 2 ? dev[2] : Tensor());
+    EXPECT_EQ(y_dev.device(), device());
+    EXPECT_CLOSE_TO_CPU(y_dev, y_cpu, 1e-12, 1e-12);
+    const Tensor gy = upstream(y_cpu);
+    const std::vector<Tensor> g_cpu = autograd::grad({y_cpu}, cpu, {gy});
+    const std::vector<Tensor> g_dev = autograd::grad({y_dev}, dev, {gy.to(device())});
+    for (size_t i = 0; i < g_cpu.size(); ++i) {
+      EXPECT_CLOSE_TO_CPU(g_dev[i], g_cpu[i], 1e-12, 1e-12);
+    }
+  }
+  nn::Conv3d layer(2, 3, 3, {.padding = 1, .padding_mode = "circular"});
+  const Tensor x = randn({1, 2, 3, 4, 5});
+  const Tensor y_cpu = layer(x);
+  layer.to(device());
+  EXPECT_CLOSE_TO_CPU(layer(x.to(device())), y_cpu, 1e-5, 1e-5);
+}
+
+EMBER_INSTANTIATE_DEVICE_SUITE(Conv3dDevice);
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "ember/io/safetensors.h"
 #include "ember/nn/fractional_max_pool.h"
 #include "ember/nn/pool3d.h"
+#include "support/devices.h"
 #include "support/error_of.h"
 #include "support/golden_cases.h"
 #include "support/gradcheck.h"
@@ -462,5 +463,32 @@ TEST(Pool3d, ErrorsMatchPyTorch) {
             "fractional_max_pool3d_out(): Expected input to have non-zero size for non-batch dimensions, but got[2, 3, "
             "0, 8, 8] with dimension 2 being empty.");
 }
+
+class Pool3dDevice : public ember_test::DeviceTest {};
+
+TEST_P(Pool3dDevice, EveryCaseMatchesTheCpu) {
+  for (const GoldenCase& c : ember_test::golden_cases(golden().metadata)) {
+    SCOPED_TRACE(c.description);
+    Tensor x_cpu = at(c, "x").clone().requires_grad_();
+    Tensor x_dev = at(c, "x").to(device()).requires_grad_();
+    auto [y_cpu, idx_cpu] = run_functional(c, x_cpu);
+    auto [y_dev, idx_dev] = run_functional(c, x_dev);
+    EXPECT_EQ(y_dev.device(), device());
+    EXPECT_CLOSE_TO_CPU(y_dev, y_cpu, 1e-12, 1e-12);
+    if (idx_cpu.defined()) {
+      EXPECT_CLOSE_TO_CPU(idx_dev, idx_cpu, 0, 0);
+    }
+    const Tensor gy = upstream(y_cpu);
+    EXPECT_CLOSE_TO_CPU(autograd::grad({y_dev}, {x_dev}, {gy.to(device())})[0],
+                        autograd::grad({y_cpu}, {x_cpu}, {gy})[0], 1e-12, 1e-12);
+  }
+  // Samples drawn on the device, and the int64 paths.
+  EXPECT_EQ(F::fractional_max_pool3d(randn({1, 2, 6, 6, 6}).to(device()), {2}, {3}).device(), device());
+  const Tensor longs = arange(16).reshape({1, 2, 2, 2, 2});
+  EXPECT_CLOSE_TO_CPU(F::avg_pool3d(longs.to(device()), {1, 2, 2}), F::avg_pool3d(longs, {1, 2, 2}), 0, 0);
+  EXPECT_CLOSE_TO_CPU(F::max_pool3d(longs.to(device()), {2}), F::max_pool3d(longs, {2}), 0, 0);
+}
+
+EMBER_INSTANTIATE_DEVICE_SUITE(Pool3dDevice);
 
 }  // namespace
