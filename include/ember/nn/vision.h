@@ -30,9 +30,9 @@ Tensor affine_grid(const Tensor& theta, IntList size, std::optional<bool> align_
 ///    (false; unset means false, with PyTorch's warning).
 /// Pixel coordinates, clamping and reflection follow PyTorch's rules exactly, so values and the
 /// gradients with respect to input and grid match its CPU kernels; a coordinate on a clamping
-/// bound passes no gradient, as there. Composed of ember ops (floor, clamp, where, gather and
+/// bound passes no gradient, as there. Composed of ember ops (floor, clamp, where, index_select and
 /// arithmetic), so it runs and differentiates on every device; a dedicated kernel, as PyTorch
-/// has, would be several times faster, especially backward (a scatter-add per gathered tap).
+/// has, would be several times faster, especially backward (a scatter-add per tap).
 /// input and grid must share a floating dtype and device.
 Tensor grid_sample(const Tensor& input, const Tensor& grid, std::string_view mode = "bilinear",
                    std::string_view padding_mode = "zeros", std::optional<bool> align_corners = std::nullopt);
