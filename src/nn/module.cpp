@@ -30,6 +30,7 @@ struct ModuleHooks {
   std::vector<uint64_t> forward_always_called;  // ids of forward hooks registered with always_call
   std::vector<Entry<BackwardPreHook>> backward_pre;
   std::vector<Entry<BackwardHook>> backward;
+  std::vector<Entry<LoadStateDictPreHook>> load_state_dict_pre;
   std::vector<std::pair<std::string, std::function<void()>>> parametrized;
 
   void remove(uint64_t id) {
@@ -40,6 +41,7 @@ struct ModuleHooks {
     drop(forward);
     drop(backward_pre);
     drop(backward);
+    drop(load_state_dict_pre);
     std::erase(forward_always_called, id);
   }
 };
@@ -174,6 +176,10 @@ void StateDict::insert(std::string key, Tensor value) {
     }
   }
   items_.emplace_back(std::move(key), std::move(value));
+}
+
+bool StateDict::erase(std::string_view key) {
+  return std::erase_if(items_, [&](const Item& item) { return item.first == key; }) > 0;
 }
 
 bool StateDict::contains(std::string_view key) const {
@@ -440,6 +446,13 @@ RemovableHandle Module::register_full_backward_hook(BackwardHook hook, bool prep
   return RemovableHandle(hooks_, id);
 }
 
+RemovableHandle Module::register_load_state_dict_pre_hook(LoadStateDictPreHook hook) {
+  EMBER_CHECK(hook != nullptr, "register_load_state_dict_pre_hook: the hook is empty");
+  const uint64_t id = next_hook_id();
+  hooks().load_state_dict_pre.push_back({id, std::move(hook)});
+  return RemovableHandle(hooks_, id);
+}
+
 void Module::set_parametrized(const std::string& name, std::function<void()> refresh) {
   auto& list = hooks().parametrized;
   for (auto& item : list) {
@@ -592,72 +605,74 @@ StateDict Module::state_dict() const {
 
 IncompatibleKeys Module::load_state_dict(const StateDict& state, bool strict) {
   // As PyTorch's load(): each module (depth first, every path, so a shared module is visited
-  // under each of its names) checks its own parameters then buffers against the keys under its
-  // prefix, and reports as unexpected the keys under its prefix that name neither one of them
-  // nor (with a further dot) one of its children.
+  // under each of its names) runs its load pre-hooks on the entries under its prefix, checks its
+  // own parameters then buffers against them, and reports as unexpected the keys that name
+  // neither one of them nor (with a further dot) one of its children; the children load from
+  // what is left under their prefixes.
   IncompatibleKeys result;
   std::vector<std::string> errors;
   std::vector<std::pair<Tensor, Tensor>> copies;
-  std::unordered_map<std::string_view, const Tensor*> by_key;
-  for (const auto& [key, value] : state) by_key.emplace(key, &value);
 
-  std::function<void(const Module&, const std::string&, const std::vector<const StateDict::Item*>&)> load =
-      [&](const Module& m, const std::string& prefix, const std::vector<const StateDict::Item*>& local) {
-        std::vector<std::pair<std::string, Tensor>> local_state;
-        for (const auto& item : m.parameters_) {
-          if (item.second.defined()) local_state.push_back(item);
-        }
-        for (const auto& item : m.buffers_) {
-          if (item.second.defined()) local_state.push_back(item);
-        }
-        for (const auto& [name, target] : local_state) {
-          const std::string key = prefix + name;
-          auto found = by_key.find(key);
-          if (found == by_key.end()) {
-            result.missing_keys.push_back(key);
-            continue;
-          }
-          Tensor source = *found->second;
-          if (!source.defined()) {
-            errors.push_back("While copying the parameter named \"" + key +
-                             "\", expected torch.Tensor or Tensor-like object from checkpoint but received "
-                             "<class 'NoneType'>");
-            continue;
-          }
-          // PyTorch still takes a one-element 1-D tensor for a 0-dim one (checkpoints from 0.3).
-          if (target.dim() == 0 && source.dim() == 1 && source.size(0) == 1) source = source[0];
-          if (!std::equal(source.sizes().begin(), source.sizes().end(), target.sizes().begin(), target.sizes().end())) {
-            errors.push_back("size mismatch for " + key + ": copying a param with shape " +
-                             torch_size_str(source.sizes()) + " from checkpoint, the shape in current model is " +
-                             torch_size_str(target.sizes()) + ".");
-            continue;
-          }
-          copies.emplace_back(target, source);
-        }
-        for (const StateDict::Item* item : local) {
-          const std::string_view rest = std::string_view(item->first).substr(prefix.size());
-          const size_t dot = rest.find('.');
-          const std::string_view head = rest.substr(0, dot);
-          const auto named = [&](const auto& list) {
-            return std::any_of(list.begin(), list.end(), [&](const auto& entry) { return entry.first == head; });
-          };
-          if (dot != std::string_view::npos ? !named(m.children_) : !named(local_state)) {
-            result.unexpected_keys.push_back(item->first);
-          }
-        }
-        for (const auto& [name, child] : m.children_) {
-          const std::string child_prefix = prefix + name + ".";
-          std::vector<const StateDict::Item*> child_local;
-          for (const StateDict::Item* item : local) {
-            if (item->first.starts_with(child_prefix)) child_local.push_back(item);
-          }
-          load(*child, child_prefix, child_local);
-        }
+  std::function<void(const Module&, const std::string&, StateDict)> load = [&](const Module& m,
+                                                                               const std::string& prefix,
+                                                                               StateDict local) {
+    if (m.hooks_) {
+      for (const auto& hook : std::vector(m.hooks_->load_state_dict_pre)) hook.fn(local, prefix);
+    }
+    std::unordered_map<std::string_view, const Tensor*> by_key;
+    for (const auto& [key, value] : local) by_key.emplace(key, &value);
+    std::vector<std::pair<std::string, Tensor>> local_state;
+    for (const auto& item : m.parameters_) {
+      if (item.second.defined()) local_state.push_back(item);
+    }
+    for (const auto& item : m.buffers_) {
+      if (item.second.defined()) local_state.push_back(item);
+    }
+    for (const auto& [name, target] : local_state) {
+      const std::string key = prefix + name;
+      auto found = by_key.find(key);
+      if (found == by_key.end()) {
+        result.missing_keys.push_back(key);
+        continue;
+      }
+      Tensor source = *found->second;
+      if (!source.defined()) {
+        errors.push_back("While copying the parameter named \"" + key +
+                         "\", expected torch.Tensor or Tensor-like object from checkpoint but received "
+                         "<class 'NoneType'>");
+        continue;
+      }
+      // PyTorch still takes a one-element 1-D tensor for a 0-dim one (checkpoints from 0.3).
+      if (target.dim() == 0 && source.dim() == 1 && source.size(0) == 1) source = source[0];
+      if (!std::equal(source.sizes().begin(), source.sizes().end(), target.sizes().begin(), target.sizes().end())) {
+        errors.push_back("size mismatch for " + key + ": copying a param with shape " + torch_size_str(source.sizes()) +
+                         " from checkpoint, the shape in current model is " + torch_size_str(target.sizes()) + ".");
+        continue;
+      }
+      copies.emplace_back(target, source);
+    }
+    for (const auto& [key, value] : local) {
+      if (!key.starts_with(prefix)) continue;  // a pre-hook may have added keys elsewhere
+      const std::string_view rest = std::string_view(key).substr(prefix.size());
+      const size_t dot = rest.find('.');
+      const std::string_view head = rest.substr(0, dot);
+      const auto named = [&](const auto& list) {
+        return std::any_of(list.begin(), list.end(), [&](const auto& entry) { return entry.first == head; });
       };
-  std::vector<const StateDict::Item*> all;
-  all.reserve(state.size());
-  for (const auto& item : state) all.push_back(&item);
-  load(*this, "", all);
+      if (dot != std::string_view::npos ? !named(m.children_) : !named(local_state)) {
+        result.unexpected_keys.push_back(key);
+      }
+    }
+    for (const auto& [name, child] : m.children_) {
+      const std::string child_prefix = prefix + name + ".";
+      std::vector<StateDict::Item> child_items;
+      for (const auto& item : local) {
+        if (item.first.starts_with(child_prefix)) child_items.push_back(item);
+      }
+      load(*child, child_prefix, StateDict(std::move(child_items)));
+    }
+  };
+  load(*this, "", state);
 
   if (strict) {
     if (!result.unexpected_keys.empty())

@@ -504,6 +504,19 @@ Tensor SpectralNorm::forward(const Tensor& weight) {
 
 Module& weight_norm(Module& module, const std::string& name, std::optional<int64_t> dim) {
   parametrize::register_parametrization(module, name, std::make_shared<WeightNorm>(dim), /*unsafe=*/true);
+  // State dicts of the older torch.nn.utils.weight_norm name g and v "<name>_g" and "<name>_v":
+  // they load into the originals, as PyTorch's compatibility hook arranges.
+  module.register_load_state_dict_pre_hook([name](StateDict& state, const std::string& prefix) {
+    const std::string g_key = prefix + name + "_g";
+    const std::string v_key = prefix + name + "_v";
+    if (!state.contains(g_key) || !state.contains(v_key)) return;
+    const Tensor g = state.at(g_key);
+    const Tensor v = state.at(v_key);
+    state.erase(g_key);
+    state.erase(v_key);
+    state.insert(prefix + "parametrizations." + name + ".original0", g);
+    state.insert(prefix + "parametrizations." + name + ".original1", v);
+  });
   return module;
 }
 

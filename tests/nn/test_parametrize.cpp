@@ -208,6 +208,29 @@ TEST(NnParametrize, LoadStateDictWithPyTorchKeys) {
             "\"parametrizations.weight.original0\", \"parametrizations.weight.original1\". ");
 }
 
+TEST(NnParametrize, WeightNormLoadsTheOlderWeightGAndWeightVKeys) {
+  // torch.nn.utils.weight_norm (deprecated) saved g and v as weight_g and weight_v; nested here
+  // under a Sequential, so the keys carry a prefix.
+  auto layer = std::make_shared<nn::Linear>(4, 3);
+  layer->to(kFloat64);
+  pzs::weight_norm(layer);
+  auto model = std::make_shared<nn::Sequential>(std::make_shared<nn::ReLU>(), layer);
+  nn::StateDict old_style;
+  old_style.insert("1.bias", g("wn_linear.orig.bias"));
+  old_style.insert("1.weight_g", g("wn_linear.orig.parametrizations.weight.original0"));
+  old_style.insert("1.weight_v", g("wn_linear.orig.parametrizations.weight.original1"));
+  const nn::IncompatibleKeys keys = model->load_state_dict(old_style);
+  EXPECT_TRUE(keys.missing_keys.empty() && keys.unexpected_keys.empty());
+  EXPECT_NEAR_T((*layer)(g("wn_linear.x0")), g("wn_linear.y0"), 1e-12);
+  // Only g without v: left as it is, so both are reported.
+  nn::StateDict half;
+  half.insert("1.bias", g("wn_linear.orig.bias"));
+  half.insert("1.weight_g", g("wn_linear.orig.parametrizations.weight.original0"));
+  const nn::IncompatibleKeys half_keys = model->load_state_dict(half, false);
+  EXPECT_EQ(joined(half_keys.missing_keys), "1.parametrizations.weight.original0,1.parametrizations.weight.original1");
+  EXPECT_EQ(joined(half_keys.unexpected_keys), "1.weight_g");
+}
+
 // A user parametrization: a symmetric matrix from its upper triangle.
 struct Symmetric : nn::Module {
   std::string name() const override { return "Symmetric"; }

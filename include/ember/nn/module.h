@@ -29,7 +29,14 @@ class StateDict {
  public:
   using Item = std::pair<std::string, Tensor>;
 
+  StateDict() = default;
+  /// The items in this order; the keys must be unique.
+  explicit StateDict(std::vector<Item> items) : items_(std::move(items)) {}
+
+  /// Adds `key`, or replaces its tensor where it stands.
   void insert(std::string key, Tensor value);
+  /// Removes `key`; false when there was none.
+  bool erase(std::string_view key);
   bool contains(std::string_view key) const;
   /// The tensor stored under `key`; throws ember::Error when there is none.
   const Tensor& at(std::string_view key) const;
@@ -89,6 +96,10 @@ using BackwardPreHook = std::function<std::optional<Tensor>(Module& module, cons
 /// grad_input, a tensor replaces it.
 using BackwardHook =
     std::function<std::optional<Tensor>(Module& module, const Tensor& grad_input, const Tensor& grad_output)>;
+/// hook(state, prefix): called by load_state_dict before the module loads, with the entries under
+/// its prefix (full keys, "fc.weight" for prefix "fc."), which it may rename, add or remove; its
+/// children then load from what it leaves (torch's _register_load_state_dict_pre_hook).
+using LoadStateDictPreHook = std::function<void(StateDict& state, const std::string& prefix)>;
 
 class Module : public std::enable_shared_from_this<Module> {
  public:
@@ -114,6 +125,7 @@ class Module : public std::enable_shared_from_this<Module> {
   RemovableHandle register_forward_hook(ForwardHook hook, bool prepend = false, bool always_call = false);
   RemovableHandle register_full_backward_pre_hook(BackwardPreHook hook, bool prepend = false);
   RemovableHandle register_full_backward_hook(BackwardHook hook, bool prepend = false);
+  RemovableHandle register_load_state_dict_pre_hook(LoadStateDictPreHook hook);
 
   // ---- registration; names must be non-empty, contain no '.', and be unique in this module ----
   /// Registers `tensor` as a parameter (a leaf that requires grad unless told otherwise) and

@@ -189,7 +189,8 @@ class SpectralNorm : public Parametrization {
 
 /// Weight normalization (torch.nn.utils.parametrizations.weight_norm): `name` becomes
 /// g * v / ||v|| with originals g (original0, the norm per slice along `dim`) and v (original1).
-/// dim std::nullopt takes the norm over the whole tensor.
+/// dim std::nullopt takes the norm over the whole tensor. load_state_dict also takes the older
+/// torch.nn.utils.weight_norm's keys "<name>_g" and "<name>_v" for the originals.
 Module& weight_norm(Module& module, const std::string& name = "weight", std::optional<int64_t> dim = 0);
 template <typename M>
 std::shared_ptr<M> weight_norm(std::shared_ptr<M> module, const std::string& name = "weight",
