@@ -189,6 +189,15 @@ TEST(Conv3d, GradientsMatchFiniteDifferences) {
                     return F::conv_transpose3d(in[0], in[1], in[2], {2, 1, 1}, {1, 0, 0}, {1, 0, 0}, 2, {1, 1, 2});
                   },
                   {randn({1, 2, 2, 2, 2}, kFloat64), randn({2, 1, 3, 2, 2}, kFloat64), randn({2}, kFloat64)});
+  // Second derivatives come with the composition (conv2d's backward records itself).
+  test::gradgradcheck("conv3d, twice",
+                      [](const std::vector<Tensor>& in) {
+                        return F::conv3d(in[0], in[1], Tensor(), {1, 2, 1}, {1, 0, 0});
+                      },
+                      {randn({1, 2, 3, 3, 2}, kFloat64), randn({2, 2, 2, 2, 2}, kFloat64)});
+  test::gradgradcheck("conv_transpose3d, twice",
+                      [](const std::vector<Tensor>& in) { return F::conv_transpose3d(in[0], in[1], Tensor(), {2}); },
+                      {randn({1, 2, 2, 1, 2}, kFloat64), randn({2, 1, 2, 2, 1}, kFloat64)});
 }
 
 TEST(Conv3d, ErrorsMatchPyTorch) {

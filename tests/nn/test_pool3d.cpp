@@ -263,6 +263,11 @@ TEST(Pool3d, GradientsMatchFiniteDifferences) {
                   {randn({1, 2, 3, 4, 4}, kFloat64)});
   test::gradcheck("lp_pool3d", [](const std::vector<Tensor>& in) { return F::lp_pool3d(in[0], 2.0, {2}, {1}); },
                   {randn({1, 2, 3, 3, 3}, kFloat64)});
+  test::gradgradcheck("avg_pool3d, twice",
+                      [](const std::vector<Tensor>& in) { return F::avg_pool3d(in[0], {2}, {1}, {1}, false, false); },
+                      {randn({1, 3, 3, 2}, kFloat64)});
+  test::gradgradcheck("max_pool3d, twice", [](const std::vector<Tensor>& in) { return F::max_pool3d(in[0], {2}, {1}); },
+                      {randn({1, 3, 3, 3}, kFloat64)});
   const Tensor samples2 = rand({1, 2, 2}, kFloat64), samples3 = rand({1, 1, 3}, kFloat64);
   test::gradcheck("fractional_max_pool2d",
                   [&](const std::vector<Tensor>& in) {
