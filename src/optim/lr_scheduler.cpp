@@ -2,6 +2,7 @@
 // since the chainable forms round differently from the closed forms.
 #include "ember/optim/lr_scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -9,6 +10,12 @@
 #include "ember/warning.h"
 
 namespace ember::optim {
+
+using scheduler_state::get_list;
+using scheduler_state::kEpochDeprecationWarning;
+using scheduler_state::put_list;
+using scheduler_state::state_number;
+
 namespace {
 
 /// Python's % on integers: the result has the divisor's sign.
@@ -16,6 +23,9 @@ int64_t python_mod(int64_t a, int64_t b) {
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+
+/// Python's // on integers: rounds towards minus infinity.
+int64_t python_floordiv(int64_t a, int64_t b) { return (a - python_mod(a, b)) / b; }
 
 }  // namespace
 
@@ -26,11 +36,17 @@ LRScheduler::LRScheduler(Optimizer& optimizer, int64_t last_epoch) : optimizer_(
       group.options.try_emplace("initial_lr", group.lr());
     } else {
       EMBER_CHECK(group.has("initial_lr"), "param 'initial_lr' is not specified in param_groups[", g,
-                  "] when resuming an optimizer");
+                  "] when resuming scheduler with last_epoch >= 0.\n"
+                  "This typically happens when:\n"
+                  "1. You're trying to resume training from a checkpoint but haven't properly loaded the optimizer "
+                  "state\n"
+                  "2. You're using last_epoch >= 0 for a fresh training run (not recommended)");
     }
     base_lrs_.push_back(group.get("initial_lr"));
   }
 }
+
+LRScheduler::LRScheduler(Optimizer& optimizer, Composite) : optimizer_(optimizer), last_epoch_(0) {}
 
 void LRScheduler::initial_step() {
   step_count_ = 0;
@@ -39,46 +55,123 @@ void LRScheduler::initial_step() {
   initial_ = false;
 }
 
-void LRScheduler::step() {
+void LRScheduler::warn_if_optimizer_not_stepped() const {
   // PyTorch's check: the first step after construction should follow an optimizer step.
   if (step_count_ == 1 && !optimizer_.has_stepped()) {
     warn(
-        "Detected call of `lr_scheduler.step()` before `optimizer.step()`. Call `optimizer.step()` first and "
-        "`lr_scheduler.step()` after it; called the other way round, the schedule skips its first learning rate.");
-  }
-  ++step_count_;
-  ++last_epoch_;
-  std::vector<double> lrs = compute_lr();
-  auto& groups = optimizer_.param_groups();
-  last_lr_.clear();
-  for (size_t g = 0; g < groups.size(); ++g) {
-    groups[g].set_lr(lrs[g]);
-    last_lr_.push_back(lrs[g]);
+        "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, you should "
+        "call them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to do this will "
+        "result in PyTorch skipping the first value of the learning rate schedule. See more details at "
+        "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate");
   }
 }
 
-std::map<std::string, double> LRScheduler::state_dict() const {
-  std::map<std::string, double> dict;
+void LRScheduler::step() {
+  warn_if_optimizer_not_stepped();
+  ++step_count_;
+  update_lr(std::nullopt);
+}
+
+void LRScheduler::step(double epoch) {
+  warn_if_optimizer_not_stepped();
+  ++step_count_;
+  warn(kEpochDeprecationWarning);
+  update_lr(epoch);
+}
+
+void LRScheduler::update_lr(std::optional<double> epoch) {
+  std::vector<double> lrs;
+  if (!epoch) {
+    ++last_epoch_;
+    lrs = compute_lr();
+  } else {
+    EMBER_CHECK(*epoch == std::floor(*epoch), name(),
+                ".step(epoch) takes a whole epoch (only CosineAnnealingWarmRestarts takes a fraction), got ",
+                python_float(*epoch));
+    last_epoch_ = static_cast<int64_t>(*epoch);
+    std::optional<std::vector<double>> closed = closed_form_lr();
+    lrs = closed ? std::move(*closed) : compute_lr();
+  }
+  auto& groups = optimizer_.param_groups();
+  for (size_t g = 0; g < groups.size(); ++g) groups[g].set_lr(lrs[g]);
+  last_lr_ = group_lrs();
+}
+
+std::vector<double> LRScheduler::group_lrs() const {
+  std::vector<double> lrs;
+  for (const ParamGroup& group : optimizer_.param_groups()) lrs.push_back(group.lr());
+  return lrs;
+}
+
+SchedulerStateDict LRScheduler::state_dict() const {
+  SchedulerStateDict dict;
+  for (const auto& [name, value] : const_hyper_parameters()) dict[name] = *value;
+  put_list(dict, "base_lrs", base_lrs_);
   dict["last_epoch"] = static_cast<double>(last_epoch_);
   dict["_step_count"] = static_cast<double>(step_count_);
-  for (size_t g = 0; g < base_lrs_.size(); ++g) dict["base_lrs." + std::to_string(g)] = base_lrs_[g];
-  for (size_t g = 0; g < last_lr_.size(); ++g) dict["last_lr." + std::to_string(g)] = last_lr_[g];
-  for (const auto& [name, value] : const_hyper_parameters()) dict[name] = *value;
+  dict["_is_initial"] = 0;
+  dict["_get_lr_called_within_step"] = 0;
+  put_list(dict, "_last_lr", last_lr_);
+  save_extra(dict);
   return dict;
 }
 
-void LRScheduler::load_state_dict(const std::map<std::string, double>& dict) {
-  auto number = [&](const std::string& key) {
-    auto it = dict.find(key);
-    EMBER_CHECK(it != dict.end(), "scheduler state dict is missing '", key, "'");
-    return it->second;
-  };
-  last_epoch_ = static_cast<int64_t>(number("last_epoch"));
-  step_count_ = static_cast<int64_t>(number("_step_count"));
-  for (size_t g = 0; g < base_lrs_.size(); ++g) base_lrs_[g] = number("base_lrs." + std::to_string(g));
-  for (size_t g = 0; g < last_lr_.size(); ++g) last_lr_[g] = number("last_lr." + std::to_string(g));
-  for (auto& [name, value] : hyper_parameters()) *value = number(name);
+void LRScheduler::load_state_dict(const SchedulerStateDict& dict) {
+  last_epoch_ = static_cast<int64_t>(state_number(dict, "last_epoch"));
+  step_count_ = static_cast<int64_t>(state_number(dict, "_step_count"));
+  base_lrs_ = get_list(dict, "base_lrs", base_lrs_.size());
+  // Checkpoints of ember before 0.2 named the last rates "last_lr.<g>".
+  last_lr_ = get_list(dict, dict.count("_last_lr.0") || last_lr_.empty() ? "_last_lr" : "last_lr", last_lr_.size());
+  for (auto& [name, value] : hyper_parameters()) *value = state_number(dict, name);
+  load_extra(dict);
 }
+
+std::vector<double> PerGroup::per_group(const char* name, size_t num_groups) const {
+  if (!is_list) return std::vector<double>(num_groups, values[0]);
+  EMBER_CHECK(values.size() == num_groups, name, " must have the same length as optimizer.param_groups. ", name,
+              " has ", values.size(), " values, param_groups has ", num_groups, ".");
+  return values;
+}
+
+namespace scheduler_state {
+
+const char* const kEpochDeprecationWarning =
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please use "
+    "`scheduler.step()` to step the scheduler. During the deprecation, if epoch is different from None, the closed "
+    "form is used instead of the new chainable form, where available. Please open an issue if you are unable to "
+    "replicate your use case: https://github.com/pytorch/pytorch/issues/new/choose.";
+
+double state_number(const SchedulerStateDict& dict, const std::string& key) {
+  auto it = dict.find(key);
+  EMBER_CHECK(it != dict.end(), "scheduler state dict is missing '", key, "'");
+  return it->second;
+}
+
+void put_list(SchedulerStateDict& dict, const std::string& key, const std::vector<double>& values) {
+  for (size_t i = 0; i < values.size(); ++i) dict[key + "." + std::to_string(i)] = values[i];
+}
+
+std::vector<double> get_list(const SchedulerStateDict& dict, const std::string& key, size_t size) {
+  std::vector<double> values;
+  for (size_t i = 0; i < size; ++i) values.push_back(state_number(dict, key + "." + std::to_string(i)));
+  return values;
+}
+
+SchedulerStateDict sub_dict(const SchedulerStateDict& dict, const std::string& prefix) {
+  SchedulerStateDict out;
+  for (auto it = dict.lower_bound(prefix); it != dict.end() && it->first.starts_with(prefix); ++it)
+    out[it->first.substr(prefix.size())] = it->second;
+  return out;
+}
+
+int64_t choice_index(const SchedulerStateDict& dict, const std::string& key, size_t num_choices) {
+  const double value = state_number(dict, key);
+  EMBER_CHECK(value >= 0 && value < static_cast<double>(num_choices) && value == std::floor(value),
+              "scheduler state dict: '", key, "' must be a choice index below ", num_choices, ", got ", value);
+  return static_cast<int64_t>(value);
+}
+
+}  // namespace scheduler_state
 
 // ---- StepLR ----
 
@@ -95,6 +188,13 @@ std::vector<double> StepLR::compute_lr() {
     bool decay = last_epoch_ != 0 && python_mod(last_epoch_, step_size) == 0;
     lrs.push_back(decay ? group.lr() * gamma_ : group.lr());
   }
+  return lrs;
+}
+
+std::optional<std::vector<double>> StepLR::closed_form_lr() const {
+  const auto decays = static_cast<double>(python_floordiv(last_epoch_, static_cast<int64_t>(step_size_)));
+  std::vector<double> lrs;
+  for (double base_lr : base_lrs_) lrs.push_back(base_lr * std::pow(gamma_, decays));
   return lrs;
 }
 
@@ -130,6 +230,14 @@ std::vector<double> CosineAnnealingLR::compute_lr() {
   return lrs;
 }
 
+std::optional<std::vector<double>> CosineAnnealingLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  const auto epoch = static_cast<double>(last_epoch_);
+  for (double base_lr : base_lrs_)
+    lrs.push_back(eta_min_ + (base_lr - eta_min_) * (1 + std::cos(std::numbers::pi * epoch / T_max_)) / 2);
+  return lrs;
+}
+
 std::map<std::string, double*> CosineAnnealingLR::hyper_parameters() {
   return {{"T_max", &T_max_}, {"eta_min", &eta_min_}};
 }
@@ -161,6 +269,14 @@ std::vector<double> LinearLR::compute_lr() {
                                                                          (epoch - 1) * (end_factor_ - start_factor_))));
     }
   }
+  return lrs;
+}
+
+std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  const double progress = std::min(total_iters_, static_cast<double>(last_epoch_));
+  for (double base_lr : base_lrs_)
+    lrs.push_back(base_lr * (start_factor_ + (end_factor_ - start_factor_) * progress / total_iters_));
   return lrs;
 }
 
