@@ -7,6 +7,7 @@
 /// freed after a backward pass unless retain_graph is true.
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -108,6 +109,30 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
                          bool create_graph = false, std::optional<bool> allow_unused = std::nullopt,
                          bool materialize_grads = false);
+
+/// autograd::grad's optional arguments by name, PyTorch's defaults:
+///   autograd::grad({y}, {x}, {.create_graph = true, .allow_unused = true});
+/// (GCC 12 also offers a lone designator such as `{.allow_unused = true}` to the positional
+/// form's grad_outputs; with braced outputs and inputs the overload below still wins, and with
+/// vectors write `autograd::GradOptions{.allow_unused = true}`.)
+struct GradOptions {
+  std::vector<Tensor> grad_outputs = {};
+  std::optional<bool> retain_graph = std::nullopt;
+  bool create_graph = false;
+  std::optional<bool> allow_unused = std::nullopt;
+  bool materialize_grads = false;
+};
+
+inline std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                const GradOptions& options) {
+  return grad(outputs, inputs, options.grad_outputs, options.retain_graph, options.create_graph, options.allow_unused,
+              options.materialize_grads);
+}
+
+inline std::vector<Tensor> grad(std::initializer_list<Tensor> outputs, std::initializer_list<Tensor> inputs,
+                                const GradOptions& options) {
+  return grad(std::vector<Tensor>(outputs), std::vector<Tensor>(inputs), options);
+}
 
 /// Activation checkpointing (torch.utils.checkpoint.checkpoint in its reentrant form): runs
 /// `fn(inputs)` without recording, so that none of the activations inside it are kept, and

@@ -120,8 +120,11 @@ std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
 
 }  // namespace functional
 
-AdaptiveMaxPool2d::AdaptiveMaxPool2d(std::vector<int64_t> output_size, bool return_indices)
-    : output_size(std::move(output_size)), return_indices(return_indices) {}
+AdaptiveMaxPool2d::AdaptiveMaxPool2d(ExpandingSize<2> output_size, bool return_indices)
+    : output_size(output_size.vec()), return_indices(return_indices) {
+  // The functional's message, given when the layer is built rather than when it runs.
+  EMBER_CHECK(output_size.valid(), "adaptive_max_pool2d(): internal error: output_size.size() must be 2");
+}
 
 Tensor AdaptiveMaxPool2d::forward(const Tensor& input) {
   EMBER_CHECK(!return_indices,
@@ -134,8 +137,11 @@ std::tuple<Tensor, Tensor> AdaptiveMaxPool2d::forward_with_indices(const Tensor&
   return functional::adaptive_max_pool2d_with_indices(input, output_size);
 }
 
-AdaptiveMaxPool1d::AdaptiveMaxPool1d(std::vector<int64_t> output_size, bool return_indices)
-    : output_size(std::move(output_size)), return_indices(return_indices) {}
+AdaptiveMaxPool1d::AdaptiveMaxPool1d(ExpandingSize<1> output_size, bool return_indices)
+    : output_size(output_size.vec()), return_indices(return_indices) {
+  EMBER_CHECK(output_size.valid(), "adaptive_max_pool1d() argument 'output_size' should contain one int (got ",
+              output_size.given(), ")");
+}
 
 Tensor AdaptiveMaxPool1d::forward(const Tensor& input) {
   EMBER_CHECK(!return_indices,

@@ -25,7 +25,7 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-std::string torch_size(IntList sizes) { return "torch.Size(" + detail::shape_str(sizes) + ")"; }
+std::string torch_size(IntList sizes) { return "torch.Size(" + ember::detail::shape_str(sizes) + ")"; }
 
 /// PyTorch's _mha_shape_check: the ranks of the inputs and the masks, batched or not.
 void check_shapes(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& key_padding_mask,
@@ -96,13 +96,16 @@ Tensor functional::scaled_dot_product_attention(const Tensor& query, const Tenso
                                                 const Tensor& attn_mask, double dropout_p, bool is_causal,
                                                 std::optional<double> scale, bool enable_gqa) {
   if (const auto device = amp::detail::autocast_device(query, key, value, attn_mask)) {
+    // This overload (not the options one) is the one to call again in the region's dtype.
+    using Positional = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, double, bool,
+                                  std::optional<double>, bool);
     return amp::detail::autocast_call(amp::detail::CastPolicy::LowerPrecision, *device,
-                                      functional::scaled_dot_product_attention, query, key, value, attn_mask, dropout_p,
-                                      is_causal, scale, enable_gqa);
+                                      static_cast<Positional>(functional::scaled_dot_product_attention), query, key,
+                                      value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
   }
-  detail::check_defined(query, "scaled_dot_product_attention");
-  detail::check_defined(key, "scaled_dot_product_attention");
-  detail::check_defined(value, "scaled_dot_product_attention");
+  ember::detail::check_defined(query, "scaled_dot_product_attention");
+  ember::detail::check_defined(key, "scaled_dot_product_attention");
+  ember::detail::check_defined(value, "scaled_dot_product_attention");
   EMBER_CHECK(
       query.dtype() == key.dtype() && query.dtype() == value.dtype(),
       "Expected query, key, and value to have the same dtype, but got query.dtype: ", cpp_type_name(query.dtype()),
@@ -194,9 +197,9 @@ Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x, {.
 
 MultiheadAttentionOutput MultiheadAttention::forward(const Tensor& query_arg, const Tensor& key_arg,
                                                      const Tensor& value_arg, const MultiheadAttentionArgs& args) {
-  detail::check_defined(query_arg, "MultiheadAttention");
-  detail::check_defined(key_arg, "MultiheadAttention");
-  detail::check_defined(value_arg, "MultiheadAttention");
+  ember::detail::check_defined(query_arg, "MultiheadAttention");
+  ember::detail::check_defined(key_arg, "MultiheadAttention");
+  ember::detail::check_defined(value_arg, "MultiheadAttention");
   const bool self_attention = query_arg.is_same(key_arg) && key_arg.is_same(value_arg);
   check_shapes(query_arg, key_arg, value_arg, args.key_padding_mask, args.attn_mask, num_heads);
   const bool batched = query_arg.dim() == 3;
@@ -280,7 +283,7 @@ MultiheadAttentionOutput MultiheadAttention::forward(const Tensor& query_arg, co
                   "The shape of the 3D attn_mask is ", torch_size(attn_mask.sizes()), ", but should be (", N * H, ", ",
                   L, ", ", S0, ").");
     } else {
-      detail::fail("attn_mask's dimension ", attn_mask.dim(), " is not supported");
+      ember::detail::fail("attn_mask's dimension ", attn_mask.dim(), " is not supported");
     }
   }
   if (bias_k.defined()) {

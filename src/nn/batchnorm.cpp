@@ -64,12 +64,12 @@ Tensor BatchNormBase::forward(const Tensor& input) {
 }
 
 void BatchNorm1d::check_input_dim(const Tensor& input) const {
-  detail::check_defined(input, "BatchNorm1d");
+  ember::detail::check_defined(input, "BatchNorm1d");
   EMBER_CHECK(input.dim() == 2 || input.dim() == 3, "expected 2D or 3D input (got ", input.dim(), "D input)");
 }
 
 void BatchNorm2d::check_input_dim(const Tensor& input) const {
-  detail::check_defined(input, "BatchNorm2d");
+  ember::detail::check_defined(input, "BatchNorm2d");
   EMBER_CHECK(input.dim() == 4, "expected 4D input (got ", input.dim(), "D input)");
 }
 

@@ -41,8 +41,7 @@ void check_layer(const char* layer, int64_t in_channels, int64_t out_channels, i
 }
 
 void take_pair(const Size2d& given, const char* name, int64_t (&into)[2]) {
-  EMBER_CHECK(given.count() == 1 || given.count() == 2, "ConvTranspose2d: ", name,
-              " must be a single integer or a list of 2 integers");
+  EMBER_CHECK(given.valid(), "ConvTranspose2d: ", name, " must be a single integer or a list of 2 integers");
   into[0] = given[0];
   into[1] = given[1];
 }
@@ -85,25 +84,29 @@ bool usable_rank(const Tensor& input, int64_t spatial) {
   return input.defined() && (input.dim() == spatial + 1 || input.dim() == spatial + 2);
 }
 
+int64_t take_one(const ExpandingSize<1>& given, const char* name) {
+  EMBER_CHECK(given.valid(), "ConvTranspose1d: ", name, " must be a single integer or a list of one integer");
+  return given[0];
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- ConvTranspose1d
 
-ConvTranspose1d::ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
-                                 int64_t padding, int64_t output_padding, int64_t groups, bool bias, int64_t dilation,
-                                 std::string_view padding_mode)
+ConvTranspose1d::ConvTranspose1d(int64_t in_channels, int64_t out_channels, ExpandingSize<1> kernel_size,
+                                 ConvTranspose1dOptions options)
     : in_channels(in_channels),
       out_channels(out_channels),
-      kernel_size(kernel_size),
-      stride(stride),
-      padding(padding),
-      output_padding(output_padding),
-      groups(groups),
-      dilation(dilation),
-      padding_mode(padding_mode) {
+      kernel_size(take_one(kernel_size, "kernel_size")),
+      stride(take_one(options.stride, "stride")),
+      padding(take_one(options.padding, "padding")),
+      output_padding(take_one(options.output_padding, "output_padding")),
+      groups(options.groups),
+      dilation(take_one(options.dilation, "dilation")),
+      padding_mode(std::move(options.padding_mode)) {
   check_layer("ConvTranspose1d", in_channels, out_channels, groups, padding_mode);
-  weight = register_parameter("weight", ember::empty({in_channels, out_channels / groups, kernel_size}));
-  if (bias) this->bias = register_parameter("bias", ember::empty({out_channels}));
+  weight = register_parameter("weight", ember::empty({in_channels, out_channels / groups, this->kernel_size}));
+  if (options.bias) this->bias = register_parameter("bias", ember::empty({out_channels}));
   reset_parameters();
 }
 
@@ -122,19 +125,21 @@ Tensor ConvTranspose1d::forward(const Tensor& input, IntList output_size) {
 
 // ---------------------------------------------------------------- ConvTranspose2d
 
-ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, Size2d kernel_size, Size2d stride,
-                                 Size2d padding, Size2d output_padding, int64_t groups, bool bias, Size2d dilation,
-                                 std::string_view padding_mode)
-    : in_channels(in_channels), out_channels(out_channels), groups(groups), padding_mode(padding_mode) {
+ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, Size2d kernel_size,
+                                 ConvTranspose2dOptions options)
+    : in_channels(in_channels),
+      out_channels(out_channels),
+      groups(options.groups),
+      padding_mode(std::move(options.padding_mode)) {
   check_layer("ConvTranspose2d", in_channels, out_channels, groups, padding_mode);
   take_pair(kernel_size, "kernel_size", this->kernel_size);
-  take_pair(stride, "stride", this->stride);
-  take_pair(padding, "padding", this->padding);
-  take_pair(output_padding, "output_padding", this->output_padding);
-  take_pair(dilation, "dilation", this->dilation);
+  take_pair(options.stride, "stride", this->stride);
+  take_pair(options.padding, "padding", this->padding);
+  take_pair(options.output_padding, "output_padding", this->output_padding);
+  take_pair(options.dilation, "dilation", this->dilation);
   weight = register_parameter(
       "weight", ember::empty({in_channels, out_channels / groups, this->kernel_size[0], this->kernel_size[1]}));
-  if (bias) this->bias = register_parameter("bias", ember::empty({out_channels}));
+  if (options.bias) this->bias = register_parameter("bias", ember::empty({out_channels}));
   reset_parameters();
 }
 

@@ -72,6 +72,12 @@ void renorm(const Tensor& weight, const std::vector<int64_t>& indices, double ma
 
 }  // namespace
 
+namespace detail {
+void embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type) {
+  renorm(weight, host_values(indices), max_norm, norm_type);
+}
+}  // namespace detail
+
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& offsets, std::optional<double> max_norm,
                      double norm_type, bool scale_grad_by_freq, const std::string& mode, bool sparse,
                      const Tensor& per_sample_weights, bool include_last_offset, std::optional<int64_t> padding_idx) {

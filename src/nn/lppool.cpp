@@ -54,18 +54,39 @@ Tensor lp_pool2d(const Tensor& input, double norm_type, IntList kernel_size, Int
 
 }  // namespace functional
 
-LPPool1d::LPPool1d(double norm_type, std::vector<int64_t> kernel_size, std::vector<int64_t> stride, bool ceil_mode)
-    : norm_type(norm_type), kernel_size(std::move(kernel_size)), stride(std::move(stride)), ceil_mode(ceil_mode) {
+namespace {
+
+/// The D values of a size, refused with the message of the average pool that lp_pool runs.
+template <size_t D>
+std::vector<int64_t> values_of(const ExpandingSize<D>& size, const char* name, bool optional) {
+  if (optional && size.given() == 0) return {};
+  if constexpr (D == 1) {
+    EMBER_CHECK(size.valid(), "avg_pool1d() argument '", name, "' should contain one int (got ", size.given(), ")");
+  } else {
+    EMBER_CHECK(size.valid(), "avg_pool2d: ", name, " must either be ", optional ? "omitted, " : "",
+                "a single int, or a tuple of two ints");
+  }
+  return size.vec();
+}
+
+}  // namespace
+
+LPPool1d::LPPool1d(double norm_type, ExpandingSize<1> kernel_size, LPPool1dOptions options)
+    : norm_type(norm_type), ceil_mode(options.ceil_mode) {
   EMBER_CHECK(norm_type != 0, "norm_type must be a non-zero value, but got ", ember::detail::python_float(norm_type));
+  this->kernel_size = values_of(kernel_size, "kernel_size", false);
+  stride = values_of(options.stride, "stride", true);
 }
 
 Tensor LPPool1d::forward(const Tensor& input) {
   return functional::lp_pool1d(input, norm_type, kernel_size, stride, ceil_mode);
 }
 
-LPPool2d::LPPool2d(double norm_type, std::vector<int64_t> kernel_size, std::vector<int64_t> stride, bool ceil_mode)
-    : norm_type(norm_type), kernel_size(std::move(kernel_size)), stride(std::move(stride)), ceil_mode(ceil_mode) {
+LPPool2d::LPPool2d(double norm_type, ExpandingSize<2> kernel_size, LPPool2dOptions options)
+    : norm_type(norm_type), ceil_mode(options.ceil_mode) {
   EMBER_CHECK(norm_type != 0, "norm_type must be a non-zero value, but got ", ember::detail::python_float(norm_type));
+  this->kernel_size = values_of(kernel_size, "kernel_size", false);
+  stride = values_of(options.stride, "stride", true);
 }
 
 Tensor LPPool2d::forward(const Tensor& input) {

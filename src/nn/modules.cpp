@@ -5,6 +5,8 @@
 
 #include "core/check.h"
 #include "ember/factories.h"
+#include "ember/grad_mode.h"
+#include "ember/nn/embedding_bag.h"
 #include "ember/nn/init.h"
 
 namespace ember::nn {
@@ -49,18 +51,79 @@ GELU::GELU(std::string approximate) : approximate(std::move(approximate)) {
               "approximate argument must be either none or tanh.");
 }
 
-Dropout::Dropout(double p) : p(p) {
+Dropout::Dropout(double p, bool inplace) : p(p), inplace(inplace) {
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
 }
 
-Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim)
-    : num_embeddings(num_embeddings), embedding_dim(embedding_dim) {
-  weight = register_parameter("weight", empty({num_embeddings, embedding_dim}));
-  init::normal_(weight);
+Tensor Dropout::forward(const Tensor& input) {
+  Tensor out = functional::dropout(input, p, is_training());
+  // PyTorch's dropout_ overwrites the input while training (eval() returns the input itself).
+  if (inplace && is_training()) {
+    Tensor target = input;
+    target.copy_(out);
+    return target;
+  }
+  return out;
 }
 
-LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool elementwise_affine, bool bias)
-    : normalized_shape(std::move(normalized_shape)), eps(eps) {
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, EmbeddingOptions options)
+    : num_embeddings(num_embeddings),
+      embedding_dim(embedding_dim),
+      padding_idx(options.padding_idx),
+      max_norm(options.max_norm),
+      norm_type(options.norm_type),
+      scale_grad_by_freq(options.scale_grad_by_freq),
+      sparse(options.sparse) {
+  if (padding_idx) {
+    EMBER_CHECK(*padding_idx < num_embeddings && *padding_idx >= -num_embeddings,
+                "Padding_idx must be within num_embeddings");
+    if (*padding_idx < 0) padding_idx = num_embeddings + *padding_idx;
+  }
+  EMBER_CHECK(!sparse, "Embedding: sparse=True is not supported: ember has no sparse gradients");
+  weight = register_parameter("weight", empty({num_embeddings, embedding_dim}));
+  reset_parameters();
+}
+
+void Embedding::reset_parameters() {
+  init::normal_(weight);
+  if (padding_idx) {
+    NoGradGuard no_grad;
+    weight.select(0, *padding_idx).fill_(0);
+  }
+}
+
+Tensor Embedding::forward(const Tensor& indices) {
+  if (max_norm) functional::detail::embedding_renorm_(weight, indices, *max_norm, norm_type);
+  Tensor rows = functional::embedding(indices, weight);
+  if (!padding_idx && !scale_grad_by_freq) return rows;
+  // The gradient of each looked-up row is scaled (by 0 at padding_idx, by 1/count with
+  // scale_grad_by_freq) while its value stays exactly the row: rows - fixed is exactly zero.
+  const Tensor flat = indices.to(Device(DeviceType::CPU)).to(kInt64).contiguous();
+  const int64_t* idx = flat.data_ptr<int64_t>();
+  const int64_t n = flat.numel();
+  std::vector<int64_t> count(static_cast<size_t>(num_embeddings), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (idx[i] >= 0 && idx[i] < num_embeddings) ++count[static_cast<size_t>(idx[i])];
+  }
+  std::vector<double> scale(static_cast<size_t>(n), 1.0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = idx[i];
+    if (padding_idx && row == *padding_idx) {
+      scale[static_cast<size_t>(i)] = 0.0;
+    } else if (scale_grad_by_freq && row >= 0 && row < num_embeddings) {
+      scale[static_cast<size_t>(i)] = 1.0 / static_cast<double>(count[static_cast<size_t>(row)]);
+    }
+  }
+  std::vector<int64_t> scale_shape = indices.sizes().vec();
+  scale_shape.push_back(1);
+  const Tensor factor =
+      tensor(scale, TensorOptions().dtype(kFloat64)).to(weight.device(), weight.dtype()).reshape(scale_shape);
+  const Tensor fixed = rows.detach();
+  return fixed + (rows - fixed) * factor;
+}
+
+LayerNorm::LayerNorm(SizeList normalized_shape, double eps, bool elementwise_affine, bool bias)
+    : normalized_shape(normalized_shape.vec()), eps(eps), elementwise_affine(elementwise_affine) {
   if (!elementwise_affine) return;
   weight = register_parameter("weight", ones(this->normalized_shape));
   if (bias) this->bias = register_parameter("bias", zeros(this->normalized_shape));

@@ -140,8 +140,8 @@ Tensor local_response_norm(const Tensor& input, int64_t size, double alpha, doub
 
 // ---------------------------------------------------------------- RMSNorm
 
-RMSNorm::RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps, bool elementwise_affine)
-    : normalized_shape(std::move(normalized_shape)), eps(eps), elementwise_affine(elementwise_affine) {
+RMSNorm::RMSNorm(SizeList normalized_shape, std::optional<double> eps, bool elementwise_affine)
+    : normalized_shape(normalized_shape.vec()), eps(eps), elementwise_affine(elementwise_affine) {
   if (elementwise_affine) weight = register_parameter("weight", ones(this->normalized_shape));
 }
 

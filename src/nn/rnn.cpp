@@ -42,7 +42,7 @@ const char* mode_name(RNNBase::Mode mode) {
 
 /// Sizes as PyTorch prints the expected hidden size, a Python tuple: "(2, 3, 20)".
 std::string tuple_str(IntList sizes) {
-  std::string list = detail::shape_str(sizes);
+  std::string list = ember::detail::shape_str(sizes);
   return "(" + list.substr(1, list.size() - 2) + ")";
 }
 
@@ -64,12 +64,12 @@ Tensor rnn_step(const Tensor& xp, const Tensor& h, const Step& p, bool relu) {
 }
 
 void lstm_step(const Tensor& xp, Tensor& h, Tensor& c, const Step& p) {
-  std::tie(h, c) = detail::lstm_cell_update(xp, functional::linear(h, p.w_hh), c);
+  std::tie(h, c) = ember::detail::lstm_cell_update(xp, functional::linear(h, p.w_hh), c);
   if (p.w_hr.defined()) h = functional::linear(h, p.w_hr);
 }
 
 Tensor gru_step(const Tensor& xp, const Tensor& h, const Step& p) {
-  return detail::gru_cell_update(xp, functional::linear(h, p.w_hh, p.b_hh), h);
+  return ember::detail::gru_cell_update(xp, functional::linear(h, p.w_hh, p.b_hh), h);
 }
 
 void check_probability(double p) {
@@ -86,10 +86,10 @@ RNNBase::RNNBase(Mode mode, int64_t input_size, int64_t hidden_size, RNNOptions 
   const RNNOptions& o = this->options;
   check_probability(o.dropout);
   if (o.dropout > 0 && o.num_layers == 1) {
-    warn(
-        detail::concat("dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
-                       "num_layers greater than 1, but got dropout=",
-                       ember::detail::python_float(o.dropout), " and num_layers=", o.num_layers));
+    warn(ember::detail::concat(
+        "dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
+        "num_layers greater than 1, but got dropout=",
+        ember::detail::python_float(o.dropout), " and num_layers=", o.num_layers));
   }
   EMBER_CHECK(input_size > 0, "input_size must be greater than zero");
   EMBER_CHECK(hidden_size > 0, "hidden_size must be greater than zero");
@@ -234,16 +234,16 @@ void RNNBase::check_hidden(const Tensor& h0, const Tensor& c0, int64_t batch) co
   const std::vector<int64_t> c_sizes{options.num_layers * directions, batch, hidden_size};
   if (h0.defined()) {
     EMBER_CHECK(same_dims(h0.sizes(), h_sizes), lstm ? "Expected hidden[0] size " : "Expected hidden size ",
-                tuple_str(h_sizes), ", got ", detail::shape_str(h0.sizes()));
+                tuple_str(h_sizes), ", got ", ember::detail::shape_str(h0.sizes()));
   }
   if (c0.defined()) {
     EMBER_CHECK(same_dims(c0.sizes(), c_sizes), "Expected hidden[1] size ", tuple_str(c_sizes), ", got ",
-                detail::shape_str(c0.sizes()));
+                ember::detail::shape_str(c0.sizes()));
   }
 }
 
 RNNBase::RunOutput RNNBase::run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0_arg,
-                              const Tensor& c0_arg, const std::vector<std::vector<Tensor>>& weights) {
+                                      const Tensor& c0_arg, const std::vector<std::vector<Tensor>>& weights) {
   const bool lstm = mode == Mode::LSTM;
   const int64_t batch = batch_sizes.empty() ? 0 : batch_sizes[0];
   const int64_t directions = options.bidirectional ? 2 : 1;
@@ -323,7 +323,7 @@ RNNBase::RunInputs RNNBase::autocast_inputs(const Tensor& data, const Tensor& h0
 
 RNNBase::RunOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_given, const Tensor& c0_given) {
   const char* what = mode_name(mode);
-  detail::check_defined(input_given, what);
+  ember::detail::check_defined(input_given, what);
   const RunInputs in = autocast_inputs(input_given, h0_given, c0_given, /*packed=*/false);
   amp::detail::NoAutocastGuard no_autocast;  // one op: its parts are not cast again
   const std::vector<std::vector<Tensor>>& weights = in.cast_weights.empty() ? weights_ : in.cast_weights;
@@ -360,7 +360,7 @@ RNNBase::RunOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_give
   const int64_t steps = input.size(0), batch = input.size(1);
   check_hidden(h0, c0, batch);
   RunOutput out = run_steps(input.reshape({steps * batch, input_size}),
-                             std::vector<int64_t>(static_cast<size_t>(steps), batch), h0, c0, weights);
+                            std::vector<int64_t>(static_cast<size_t>(steps), batch), h0, c0, weights);
   const int64_t real_hidden = options.proj_size > 0 ? options.proj_size : hidden_size;
   out.output = out.output.view({steps, batch, (options.bidirectional ? 2 : 1) * real_hidden});
   if (options.batch_first) out.output = out.output.transpose(0, 1);
@@ -372,7 +372,8 @@ RNNBase::RunOutput RNNBase::run(const Tensor& input_given, const Tensor& h0_give
   return out;
 }
 
-RNNBase::PackedRunOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Tensor& h0_given, const Tensor& c0_given) {
+RNNBase::PackedRunOutput RNNBase::run(const utils::rnn::PackedSequence& input, const Tensor& h0_given,
+                                      const Tensor& c0_given) {
   const char* what = mode_name(mode);
   const std::vector<int64_t> batch_sizes = utils::rnn::detail::checked_batch_sizes(input, what);
   const RunInputs in = autocast_inputs(input.data, h0_given, c0_given, /*packed=*/true);
@@ -505,7 +506,7 @@ Tensor cell_projection(const RNNCellBase& cell, const Tensor& x, bool fold_b_hh)
 
 /// The batched input, and whether it was batched, after the 1-D/2-D checks cells make.
 std::pair<Tensor, bool> cell_input(const Tensor& input, const char* what) {
-  detail::check_defined(input, what);
+  ember::detail::check_defined(input, what);
   EMBER_CHECK(input.dim() == 1 || input.dim() == 2, what, ": Expected input to be 1D or 2D, got ", input.dim(),
               "D instead");
   const bool batched = input.dim() == 2;

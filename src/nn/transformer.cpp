@@ -76,7 +76,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask,
                                         bool is_causal) {
-  detail::check_defined(src, "TransformerEncoderLayer");
+  ember::detail::check_defined(src, "TransformerEncoderLayer");
   auto self_attention = [&](const Tensor& x) {
     MultiheadAttentionArgs args{
         .key_padding_mask = src_key_padding_mask, .need_weights = false, .attn_mask = src_mask, .is_causal = is_causal};
@@ -138,8 +138,8 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t d_model, int64_t nhead,
 }
 
 Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args) {
-  detail::check_defined(tgt, "TransformerDecoderLayer");
-  detail::check_defined(memory, "TransformerDecoderLayer");
+  ember::detail::check_defined(tgt, "TransformerDecoderLayer");
+  ember::detail::check_defined(memory, "TransformerDecoderLayer");
   auto self_attention = [&](const Tensor& x) {
     const MultiheadAttentionArgs a{.key_padding_mask = args.tgt_key_padding_mask,
                                    .need_weights = false,
@@ -219,8 +219,8 @@ Transformer::Transformer(TransformerOptions options) : options(std::move(options
 }
 
 Tensor Transformer::forward(const Tensor& src, const Tensor& tgt, const TransformerArgs& args) {
-  detail::check_defined(src, "Transformer");
-  detail::check_defined(tgt, "Transformer");
+  ember::detail::check_defined(src, "Transformer");
+  ember::detail::check_defined(tgt, "Transformer");
   const bool batched = src.dim() == 3;
   EMBER_CHECK(tgt.dim() == src.dim(), "the batch number of src and tgt must be equal");
   if (batched) {

@@ -43,10 +43,11 @@ std::string Upsample::extra_repr() const {
   if (!scale_factor.empty()) {
     info = "scale_factor=";
     if (scale_factor.size() == 1) {
-      info += detail::python_float(scale_factor[0]);
+      info += ember::detail::python_float(scale_factor[0]);
     } else {
       info += "(";
-      for (size_t i = 0; i < scale_factor.size(); ++i) info += (i ? ", " : "") + detail::python_float(scale_factor[i]);
+      for (size_t i = 0; i < scale_factor.size(); ++i)
+        info += (i ? ", " : "") + ember::detail::python_float(scale_factor[i]);
       info += ")";
     }
   } else {

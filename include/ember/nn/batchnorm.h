@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {
@@ -22,6 +23,19 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   double momentum = 0.1, double eps = 1e-5);
 
 }  // namespace functional
+
+/// The options of nn.BatchNorm1d/2d/3d after num_features, PyTorch's names and defaults:
+///   nn::BatchNorm2d(64, {.momentum = 0.01});     nn::BatchNorm1d(8, {.affine = false});
+struct BatchNormOptions {
+  detail::DesignatedOnly designated_only = {};
+  double eps = 1e-5;
+  std::optional<double> momentum = 0.1;  // std::nullopt: a cumulative average
+  bool affine = true;
+  bool track_running_stats = true;
+};
+using BatchNorm1dOptions = BatchNormOptions;
+using BatchNorm2dOptions = BatchNormOptions;
+using BatchNorm3dOptions = BatchNormOptions;
 
 /// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm). Parameters weight (ones) and
 /// bias (zeros) exist when affine; buffers running_mean (zeros), running_var (ones) and
@@ -53,6 +67,8 @@ class BatchNorm1d : public BatchNormBase {
   explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                        bool affine = true, bool track_running_stats = true)
       : BatchNormBase(num_features, eps, momentum, affine, track_running_stats) {}
+  BatchNorm1d(int64_t num_features, BatchNormOptions options)
+      : BatchNormBase(num_features, options.eps, options.momentum, options.affine, options.track_running_stats) {}
   std::string name() const override { return "BatchNorm1d"; }
 
  protected:
@@ -65,6 +81,8 @@ class BatchNorm2d : public BatchNormBase {
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                        bool affine = true, bool track_running_stats = true)
       : BatchNormBase(num_features, eps, momentum, affine, track_running_stats) {}
+  BatchNorm2d(int64_t num_features, BatchNormOptions options)
+      : BatchNormBase(num_features, options.eps, options.momentum, options.affine, options.track_running_stats) {}
   std::string name() const override { return "BatchNorm2d"; }
 
  protected:

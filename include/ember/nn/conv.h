@@ -7,8 +7,11 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules.h"
+#include "ember/nn/sizes.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {
@@ -65,7 +68,12 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int
 
 }  // namespace functional
 
-/// Conv1d's padding: a number, or the string "valid" or "same".
+namespace detail {
+/// Throws PyTorch's message unless padding_mode is "zeros", "reflect", "replicate" or "circular".
+void check_padding_mode(const std::string& padding_mode);
+}  // namespace detail
+
+/// Conv1d's padding: a number ({2} too), or the string "valid" or "same".
 class Conv1dPadding {
  public:
   Conv1dPadding(int64_t size) : size_(size) {}  // NOLINT(google-explicit-constructor)
@@ -79,13 +87,39 @@ class Conv1dPadding {
   std::string mode_;
 };
 
+/// The options of nn.Conv1d after in_channels, out_channels and kernel_size, PyTorch's defaults.
+struct Conv1dOptions {
+  detail::DesignatedOnly designated_only = {};
+  ExpandingSize<1> stride = 1;
+  Conv1dPadding padding = 0;
+  ExpandingSize<1> dilation = 1;
+  int64_t groups = 1;
+  bool bias = true;
+  /// "zeros", "reflect", "replicate" or "circular": the others pad the input with ember::pad
+  /// first, as PyTorch does.
+  std::string padding_mode = "zeros";
+};
+
 /// torch.nn.Conv1d: weight [out_channels, in_channels / groups, kernel_size] and bias
 /// [out_channels], initialised as Conv2d's (kaiming_uniform_(a = √5), then uniform(±1/√fan_in)).
 ///   nn::Conv1d(16, 32, 5, 1, "same");            // kernel 5, output as long as the input
+///   nn::Conv1d(16, 32, 5, {.padding = "same", .padding_mode = "reflect"});
 class Conv1d : public Module {
  public:
-  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
-         Conv1dPadding padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true);
+  Conv1d(int64_t in_channels, int64_t out_channels, ExpandingSize<1> kernel_size, Conv1dOptions options);
+  /// PyTorch's positional order. (A template only so that, when a call could mean either form,
+  /// as GCC 12 finds for `{.stride = 2}`, the options form wins the tie.)
+  template <int = 0>
+  Conv1d(int64_t in_channels, int64_t out_channels, ExpandingSize<1> kernel_size, ExpandingSize<1> stride = 1,
+         Conv1dPadding padding = 0, ExpandingSize<1> dilation = 1, int64_t groups = 1, bool bias = true,
+         std::string padding_mode = "zeros")
+      : Conv1d(in_channels, out_channels, std::move(kernel_size),
+               Conv1dOptions{.stride = std::move(stride),
+                             .padding = std::move(padding),
+                             .dilation = std::move(dilation),
+                             .groups = groups,
+                             .bias = bias,
+                             .padding_mode = std::move(padding_mode)}) {}
   std::string name() const override { return "Conv1d"; }
   Tensor forward(const Tensor& input) override;
   /// Redraws weight then bias from the global generator, as PyTorch's reset_parameters().
@@ -94,28 +128,19 @@ class Conv1d : public Module {
   int64_t in_channels, out_channels, kernel_size, stride, padding, dilation;
   std::string padding_string;  // "valid" or "same" when padding was given as a string, else empty
   int64_t groups;
+  std::string padding_mode;
   Tensor weight, bias;  // bias is undefined when built without one
 };
 
 /// A [height, width] pair written as one number for both (3) or as a braced list ({3} or {3, 5}).
-class Size2d {
- public:
-  Size2d(int64_t both) : values_{both, both}, count_(1) {}  // NOLINT(google-explicit-constructor)
-  Size2d(std::initializer_list<int64_t> list);              // one or two values; checked by the user
-  int64_t operator[](size_t i) const { return values_[i]; }
-  size_t count() const { return count_; }  // how many values were given (0..2, or 3 for "too many")
-
- private:
-  int64_t values_[2] = {0, 0};
-  size_t count_ = 0;
-};
+using Size2d = ExpandingSize<2>;
 
 /// Conv2d's padding: a Size2d, or the string "valid" or "same".
 class Conv2dPadding {
  public:
   Conv2dPadding(int64_t both) : size_(both) {}                         // NOLINT(google-explicit-constructor)
   Conv2dPadding(std::initializer_list<int64_t> list) : size_(list) {}  // NOLINT(google-explicit-constructor)
-  Conv2dPadding(Size2d size) : size_(size) {}                          // NOLINT(google-explicit-constructor)
+  Conv2dPadding(Size2d size) : size_(std::move(size)) {}               // NOLINT(google-explicit-constructor)
   template <functional::PaddingString String>
   Conv2dPadding(const String& mode) : size_(0), mode_(std::string_view(mode)) {}  // NOLINT(google-explicit-constructor)
 
@@ -128,16 +153,40 @@ class Conv2dPadding {
   std::string mode_;
 };
 
+/// The options of nn.Conv2d after in_channels, out_channels and kernel_size, PyTorch's defaults.
+struct Conv2dOptions {
+  detail::DesignatedOnly designated_only = {};
+  Size2d stride = 1;
+  Conv2dPadding padding = 0;
+  Size2d dilation = 1;
+  int64_t groups = 1;
+  bool bias = true;
+  /// "zeros", "reflect", "replicate" or "circular": the others pad the input with ember::pad
+  /// first, as PyTorch does.
+  std::string padding_mode = "zeros";
+};
+
 /// torch.nn.Conv2d. weight [out_channels, in_channels / groups, kH, kW] and bias [out_channels]
 /// start as PyTorch's do: kaiming_uniform_(a = √5) for weight, then uniform(±1/√fan_in) for bias,
 /// drawn in that order from ember's generator, so the same manual_seed gives PyTorch's values.
 ///   nn::Conv2d(1, 32, 3);                        // 3x3, stride 1, no padding
 ///   nn::Conv2d(32, 64, {3, 5}, 2, {1, 2});       // kernel 3x5, stride 2, padding 1 and 2
 ///   nn::Conv2d(16, 16, 3, 1, "same", 1, 4);      // depth 16, groups 4, output as large as input
+///   nn::Conv2d(3, 64, 7, {.stride = 2, .padding = 3, .bias = false});
 class Conv2d : public Module {
  public:
+  Conv2d(int64_t in_channels, int64_t out_channels, Size2d kernel_size, Conv2dOptions options);
+  /// PyTorch's positional order (a template for the reason Conv1d's is).
+  template <int = 0>
   Conv2d(int64_t in_channels, int64_t out_channels, Size2d kernel_size, Size2d stride = 1, Conv2dPadding padding = 0,
-         Size2d dilation = 1, int64_t groups = 1, bool bias = true);
+         Size2d dilation = 1, int64_t groups = 1, bool bias = true, std::string padding_mode = "zeros")
+      : Conv2d(in_channels, out_channels, std::move(kernel_size),
+               Conv2dOptions{.stride = std::move(stride),
+                             .padding = std::move(padding),
+                             .dilation = std::move(dilation),
+                             .groups = groups,
+                             .bias = bias,
+                             .padding_mode = std::move(padding_mode)}) {}
   std::string name() const override { return "Conv2d"; }
   Tensor forward(const Tensor& input) override;
   /// Redraws weight then bias from the global generator, as PyTorch's reset_parameters().
@@ -147,6 +196,7 @@ class Conv2d : public Module {
   int64_t kernel_size[2], stride[2], padding[2], dilation[2];
   std::string padding_string;  // "valid" or "same" when padding was given as a string, else empty
   int64_t groups;
+  std::string padding_mode;
   Tensor weight, bias;  // bias is undefined when built without one
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {
@@ -34,7 +35,8 @@ Tensor feature_alpha_dropout(const Tensor& input, double p = 0.5, bool training 
 
 }  // namespace functional
 
-/// What the dropout layers share (PyTorch's _DropoutNd): p in [0, 1] and inplace.
+/// What the dropout layers share (PyTorch's _DropoutNd): p in [0, 1] and inplace, given
+/// positionally or as DropoutOptions (ember/nn/modules.h): nn::Dropout2d({.p = 0.2}).
 class DropoutNd : public Module {
  public:
   double p;
@@ -48,6 +50,7 @@ class DropoutNd : public Module {
 class Dropout1d : public DropoutNd {
  public:
   explicit Dropout1d(double p = 0.5, bool inplace = false) : DropoutNd(p, inplace) {}
+  explicit Dropout1d(DropoutOptions options) : DropoutNd(options.p, options.inplace) {}
   std::string name() const override { return "Dropout1d"; }
   Tensor forward(const Tensor& input) override { return functional::dropout1d(input, p, is_training(), inplace); }
 };
@@ -56,6 +59,7 @@ class Dropout1d : public DropoutNd {
 class Dropout2d : public DropoutNd {
  public:
   explicit Dropout2d(double p = 0.5, bool inplace = false) : DropoutNd(p, inplace) {}
+  explicit Dropout2d(DropoutOptions options) : DropoutNd(options.p, options.inplace) {}
   std::string name() const override { return "Dropout2d"; }
   Tensor forward(const Tensor& input) override { return functional::dropout2d(input, p, is_training(), inplace); }
 };
@@ -64,6 +68,7 @@ class Dropout2d : public DropoutNd {
 class Dropout3d : public DropoutNd {
  public:
   explicit Dropout3d(double p = 0.5, bool inplace = false) : DropoutNd(p, inplace) {}
+  explicit Dropout3d(DropoutOptions options) : DropoutNd(options.p, options.inplace) {}
   std::string name() const override { return "Dropout3d"; }
   Tensor forward(const Tensor& input) override { return functional::dropout3d(input, p, is_training(), inplace); }
 };
@@ -73,6 +78,7 @@ class Dropout3d : public DropoutNd {
 class AlphaDropout : public DropoutNd {
  public:
   explicit AlphaDropout(double p = 0.5, bool inplace = false) : DropoutNd(p, inplace) {}
+  explicit AlphaDropout(DropoutOptions options) : DropoutNd(options.p, options.inplace) {}
   std::string name() const override { return "AlphaDropout"; }
   Tensor forward(const Tensor& input) override { return functional::alpha_dropout(input, p, is_training()); }
 };
@@ -82,6 +88,7 @@ class AlphaDropout : public DropoutNd {
 class FeatureAlphaDropout : public DropoutNd {
  public:
   explicit FeatureAlphaDropout(double p = 0.5, bool inplace = false) : DropoutNd(p, inplace) {}
+  explicit FeatureAlphaDropout(DropoutOptions options) : DropoutNd(options.p, options.inplace) {}
   std::string name() const override { return "FeatureAlphaDropout"; }
   Tensor forward(const Tensor& input) override { return functional::feature_alpha_dropout(input, p, is_training()); }
 };

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {
@@ -39,7 +41,25 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
                      const Tensor& per_sample_weights = Tensor(), bool include_last_offset = false,
                      std::optional<int64_t> padding_idx = std::nullopt);
 
+namespace detail {
+/// torch.embedding_renorm_ (no autograd): every distinct row of weight named by `indices` whose
+/// norm_type-norm exceeds max_norm is scaled in place by max_norm / (norm + 1e-7).
+void embedding_renorm_(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type);
+}  // namespace detail
+
 }  // namespace functional
+
+/// The options of nn.EmbeddingBag after num_embeddings and embedding_dim, PyTorch's defaults.
+struct EmbeddingBagOptions {
+  detail::DesignatedOnly designated_only = {};
+  std::optional<double> max_norm = std::nullopt;
+  double norm_type = 2.0;
+  bool scale_grad_by_freq = false;
+  std::string mode = "mean";  // "sum", "mean" or "max"
+  bool sparse = false;        // refused: ember has no sparse gradients
+  bool include_last_offset = false;
+  std::optional<int64_t> padding_idx = std::nullopt;
+};
 
 /// torch.nn.EmbeddingBag(num_embeddings, embedding_dim, max_norm=None, norm_type=2,
 /// scale_grad_by_freq=False, mode="mean", sparse=False, include_last_offset=False,
@@ -51,6 +71,10 @@ class EmbeddingBag : public Module {
   EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, std::optional<double> max_norm = std::nullopt,
                double norm_type = 2.0, bool scale_grad_by_freq = false, std::string mode = "mean", bool sparse = false,
                bool include_last_offset = false, std::optional<int64_t> padding_idx = std::nullopt);
+  ///   nn::EmbeddingBag(100, 16, {.mode = "sum", .padding_idx = 0});
+  EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, EmbeddingBagOptions options)
+      : EmbeddingBag(num_embeddings, embedding_dim, options.max_norm, options.norm_type, options.scale_grad_by_freq,
+                     std::move(options.mode), options.sparse, options.include_last_offset, options.padding_idx) {}
   std::string name() const override { return "EmbeddingBag"; }
   /// offsets undefined for a 2-D input; per_sample_weights undefined for none.
   Tensor forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights = Tensor());

@@ -5,12 +5,16 @@
 /// and buffer names, and messages. Each is composed of ember's ops (instance_norm of batch_norm,
 /// as ATen's), so autograd and every device come with them.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/nn/batchnorm.h"
 #include "ember/nn/module.h"
+#include "ember/nn/modules.h"
+#include "ember/nn/sizes.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {
@@ -37,12 +41,23 @@ Tensor local_response_norm(const Tensor& input, int64_t size, double alpha = 1e-
 
 }  // namespace functional
 
-/// torch.nn.RMSNorm: rms_norm over the trailing normalized_shape dimensions; with
-/// elementwise_affine a parameter "weight" of normalized_shape (ones).
+/// The options of nn.RMSNorm after normalized_shape.
+struct RMSNormOptions {
+  detail::DesignatedOnly designated_only = {};
+  std::optional<double> eps = std::nullopt;  // nullopt: the machine epsilon of the computation type
+  bool elementwise_affine = true;
+};
+
+/// torch.nn.RMSNorm: rms_norm over the trailing normalized_shape dimensions (one size or
+/// several); with elementwise_affine a parameter "weight" of normalized_shape (ones).
+///   nn::RMSNorm(64);                             nn::RMSNorm({8, 64}, {.eps = 1e-6});
 class RMSNorm : public Module {
  public:
-  explicit RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
-                   bool elementwise_affine = true);
+  explicit RMSNorm(SizeList normalized_shape, std::optional<double> eps = std::nullopt, bool elementwise_affine = true);
+  RMSNorm(SizeList normalized_shape, RMSNormOptions options)
+      : RMSNorm(std::move(normalized_shape), options.eps, options.elementwise_affine) {}
+  /// One braced list alone is the shape (`{8, 64}`), never a list of constructor arguments.
+  explicit RMSNorm(std::initializer_list<int64_t> normalized_shape) : RMSNorm(SizeList(normalized_shape)) {}
   std::string name() const override { return "RMSNorm"; }
   Tensor forward(const Tensor& input) override { return functional::rms_norm(input, normalized_shape, weight, eps); }
   /// weight back to ones.
@@ -53,6 +68,19 @@ class RMSNorm : public Module {
   bool elementwise_affine;
   Tensor weight;  // undefined without elementwise_affine
 };
+
+/// The options of nn.InstanceNorm1d/2d/3d after num_features, PyTorch's names and defaults.
+struct InstanceNormOptions {
+  detail::DesignatedOnly designated_only = {};
+  double eps = 1e-5;
+  std::optional<double> momentum = 0.1;
+  bool affine = false;
+  bool track_running_stats = false;
+  bool bias = true;  // keyword-only in PyTorch
+};
+using InstanceNorm1dOptions = InstanceNormOptions;
+using InstanceNorm2dOptions = InstanceNormOptions;
+using InstanceNorm3dOptions = InstanceNormOptions;
 
 /// What InstanceNorm1d/2d/3d share (PyTorch's _InstanceNorm over _NormBase): with affine,
 /// parameters weight (ones) and bias (zeros; absent when bias = false); with
@@ -91,6 +119,9 @@ class InstanceNorm1d : public InstanceNormBase {
   explicit InstanceNorm1d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                           bool affine = false, bool track_running_stats = false, bool bias = true)
       : InstanceNormBase(num_features, eps, momentum, affine, track_running_stats, bias) {}
+  InstanceNorm1d(int64_t num_features, InstanceNormOptions options)
+      : InstanceNormBase(num_features, options.eps, options.momentum, options.affine, options.track_running_stats,
+                         options.bias) {}
   std::string name() const override { return "InstanceNorm1d"; }
 
  protected:
@@ -104,6 +135,9 @@ class InstanceNorm2d : public InstanceNormBase {
   explicit InstanceNorm2d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                           bool affine = false, bool track_running_stats = false, bool bias = true)
       : InstanceNormBase(num_features, eps, momentum, affine, track_running_stats, bias) {}
+  InstanceNorm2d(int64_t num_features, InstanceNormOptions options)
+      : InstanceNormBase(num_features, options.eps, options.momentum, options.affine, options.track_running_stats,
+                         options.bias) {}
   std::string name() const override { return "InstanceNorm2d"; }
 
  protected:
@@ -117,6 +151,9 @@ class InstanceNorm3d : public InstanceNormBase {
   explicit InstanceNorm3d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                           bool affine = false, bool track_running_stats = false, bool bias = true)
       : InstanceNormBase(num_features, eps, momentum, affine, track_running_stats, bias) {}
+  InstanceNorm3d(int64_t num_features, InstanceNormOptions options)
+      : InstanceNormBase(num_features, options.eps, options.momentum, options.affine, options.track_running_stats,
+                         options.bias) {}
   std::string name() const override { return "InstanceNorm3d"; }
 
  protected:
@@ -124,11 +161,21 @@ class InstanceNorm3d : public InstanceNormBase {
   void check_input_dim(const Tensor& input) const override;
 };
 
+/// The options of nn.LocalResponseNorm after size.
+struct LocalResponseNormOptions {
+  detail::DesignatedOnly designated_only = {};
+  double alpha = 1e-4;
+  double beta = 0.75;
+  double k = 1.0;
+};
+
 /// torch.nn.LocalResponseNorm: local_response_norm across channels; no parameters.
 class LocalResponseNorm : public Module {
  public:
   explicit LocalResponseNorm(int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0)
       : size(size), alpha(alpha), beta(beta), k(k) {}
+  LocalResponseNorm(int64_t size, LocalResponseNormOptions options)
+      : LocalResponseNorm(size, options.alpha, options.beta, options.k) {}
   std::string name() const override { return "LocalResponseNorm"; }
   Tensor forward(const Tensor& input) override { return functional::local_response_norm(input, size, alpha, beta, k); }
   int64_t size;
@@ -142,6 +189,8 @@ class BatchNorm3d : public BatchNormBase {
   explicit BatchNorm3d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                        bool affine = true, bool track_running_stats = true)
       : BatchNormBase(num_features, eps, momentum, affine, track_running_stats) {}
+  BatchNorm3d(int64_t num_features, BatchNormOptions options)
+      : BatchNormBase(num_features, options.eps, options.momentum, options.affine, options.track_running_stats) {}
   std::string name() const override { return "BatchNorm3d"; }
 
  protected:

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules.h"
 #include "ember/nn/packed_sequence.h"
 
 namespace ember::nn {
@@ -37,6 +38,10 @@ struct RNNOptions {
   /// LSTM only: when > 0, h is projected to this size (weight_hr_l{k}).
   int64_t proj_size = 0;
 };
+
+/// LSTM's and GRU's options are RNN's (nonlinearity applies to RNN only, proj_size to LSTM only).
+using LSTMOptions = RNNOptions;
+using GRUOptions = RNNOptions;
 
 /// What RNN and GRU return: the last layer's h for every step, and every layer's last h.
 struct RNNOutput {
@@ -104,7 +109,7 @@ class RNNBase : public Module {
   /// The layers over time-major rows `data` [sum of batch_sizes, input_size], batch_sizes[t] of
   /// them at step t (the first ones of the step before), from full initial states.
   RunOutput run_steps(const Tensor& data, const std::vector<int64_t>& batch_sizes, const Tensor& h0, const Tensor& c0,
-                       const std::vector<std::vector<Tensor>>& weights);
+                      const std::vector<std::vector<Tensor>>& weights);
   /// What one run reads: its input and initial states as given, or, in an autocast region where
   /// PyTorch runs the layer as one lower-precision op, those and the weights in the region's dtype.
   struct RunInputs {
@@ -121,6 +126,16 @@ class RNNBase : public Module {
 class RNN : public RNNBase {
  public:
   RNN(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
+  /// PyTorch's positional order: nn::RNN(10, 20, 2, "relu").
+  RNN(int64_t input_size, int64_t hidden_size, int64_t num_layers, std::string nonlinearity = "tanh", bool bias = true,
+      bool batch_first = false, double dropout = 0.0, bool bidirectional = false)
+      : RNN(input_size, hidden_size,
+            RNNOptions{.num_layers = num_layers,
+                       .bias = bias,
+                       .batch_first = batch_first,
+                       .dropout = dropout,
+                       .bidirectional = bidirectional,
+                       .nonlinearity = std::move(nonlinearity)}) {}
   std::string name() const override { return "RNN"; }
   /// input: [seq, batch, input_size] ([batch, seq, ...] with batch_first) or unbatched
   /// [seq, input_size]; h0: [num_layers * directions, batch, hidden] (or unbatched), or
@@ -135,7 +150,17 @@ class RNN : public RNNBase {
 /// nn.LSTM.
 class LSTM : public RNNBase {
  public:
-  LSTM(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
+  LSTM(int64_t input_size, int64_t hidden_size, LSTMOptions options = {});
+  /// PyTorch's positional order: nn::LSTM(10, 20, 2).
+  LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias = true, bool batch_first = false,
+       double dropout = 0.0, bool bidirectional = false, int64_t proj_size = 0)
+      : LSTM(input_size, hidden_size,
+             LSTMOptions{.num_layers = num_layers,
+                         .bias = bias,
+                         .batch_first = batch_first,
+                         .dropout = dropout,
+                         .bidirectional = bidirectional,
+                         .proj_size = proj_size}) {}
   std::string name() const override { return "LSTM"; }
   /// As RNN::forward; h0 and c0 are given together or not at all (zeros).
   LSTMOutput forward(const Tensor& input, const Tensor& h0, const Tensor& c0);
@@ -146,7 +171,16 @@ class LSTM : public RNNBase {
 /// nn.GRU.
 class GRU : public RNNBase {
  public:
-  GRU(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
+  GRU(int64_t input_size, int64_t hidden_size, GRUOptions options = {});
+  /// PyTorch's positional order: nn::GRU(10, 20, 2).
+  GRU(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias = true, bool batch_first = false,
+      double dropout = 0.0, bool bidirectional = false)
+      : GRU(input_size, hidden_size,
+            GRUOptions{.num_layers = num_layers,
+                       .bias = bias,
+                       .batch_first = batch_first,
+                       .dropout = dropout,
+                       .bidirectional = bidirectional}) {}
   std::string name() const override { return "GRU"; }
   RNNOutput forward(const Tensor& input, const Tensor& h0);
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()).output; }
@@ -165,10 +199,26 @@ class RNNCellBase : public Module {
   Tensor weight_ih, weight_hh, bias_ih, bias_hh;  // the biases are undefined without bias
 };
 
+/// The options of nn.RNNCell after input_size and hidden_size.
+struct RNNCellOptions {
+  detail::DesignatedOnly designated_only = {};
+  bool bias = true;
+  std::string nonlinearity = "tanh";  // or "relu"
+};
+
+/// The options of nn.LSTMCell and nn.GRUCell after input_size and hidden_size.
+struct LSTMCellOptions {
+  detail::DesignatedOnly designated_only = {};
+  bool bias = true;
+};
+using GRUCellOptions = LSTMCellOptions;
+
 /// nn.RNNCell: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh).
 class RNNCell : public RNNCellBase {
  public:
   RNNCell(int64_t input_size, int64_t hidden_size, bool bias = true, std::string nonlinearity = "tanh");
+  RNNCell(int64_t input_size, int64_t hidden_size, RNNCellOptions options)
+      : RNNCell(input_size, hidden_size, options.bias, std::move(options.nonlinearity)) {}
   std::string name() const override { return "RNNCell"; }
   Tensor forward(const Tensor& input, const Tensor& hx);
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
@@ -179,6 +229,8 @@ class RNNCell : public RNNCellBase {
 class LSTMCell : public RNNCellBase {
  public:
   LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  LSTMCell(int64_t input_size, int64_t hidden_size, LSTMCellOptions options)
+      : LSTMCell(input_size, hidden_size, options.bias) {}
   std::string name() const override { return "LSTMCell"; }
   /// hx and cx are given together or not at all (zeros).
   std::pair<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx, const Tensor& cx);
@@ -190,6 +242,8 @@ class LSTMCell : public RNNCellBase {
 class GRUCell : public RNNCellBase {
  public:
   GRUCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  GRUCell(int64_t input_size, int64_t hidden_size, GRUCellOptions options)
+      : GRUCell(input_size, hidden_size, options.bias) {}
   std::string name() const override { return "GRUCell"; }
   Tensor forward(const Tensor& input, const Tensor& hx);
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }

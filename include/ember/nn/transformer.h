@@ -35,6 +35,23 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                                     const Tensor& attn_mask = Tensor(), double dropout_p = 0.0, bool is_causal = false,
                                     std::optional<double> scale = std::nullopt, bool enable_gqa = false);
 
+/// The optional arguments of scaled_dot_product_attention, PyTorch's names and defaults.
+struct ScaledDotProductAttentionOptions {
+  nn::detail::DesignatedOnly designated_only = {};
+  Tensor attn_mask = Tensor();
+  double dropout_p = 0.0;
+  bool is_causal = false;
+  std::optional<double> scale = std::nullopt;
+  bool enable_gqa = false;
+};
+
+/// scaled_dot_product_attention(q, k, v, {.is_causal = true}).
+inline Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                           const ScaledDotProductAttentionOptions& options) {
+  return scaled_dot_product_attention(query, key, value, options.attn_mask, options.dropout_p, options.is_causal,
+                                      options.scale, options.enable_gqa);
+}
+
 }  // namespace functional
 
 /// The options of nn.MultiheadAttention after embed_dim and num_heads, with PyTorch's defaults.

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules.h"
+#include "ember/nn/sizes.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {
@@ -34,10 +36,27 @@ Tensor upsample_bilinear(const Tensor& input, IntList size = {}, const std::vect
 
 }  // namespace functional
 
+/// The options of nn.Upsample, PyTorch's names and defaults; give size or scale_factor.
+struct UpsampleOptions {
+  detail::DesignatedOnly designated_only = {};
+  SizeList size = {};                     // one value for every spatial dimension, or one each
+  std::vector<double> scale_factor = {};  // likewise: {2.0} or {2.0, 1.5}
+  std::string mode = "nearest";
+  std::optional<bool> align_corners = std::nullopt;
+  std::optional<bool> recompute_scale_factor = std::nullopt;
+};
+
 /// torch.nn.Upsample: functional::interpolate with the layer's arguments, checked when it runs.
 /// A scale factor of one value 0 counts as none, as PyTorch's `float(s) if s else None`.
+///   nn::Upsample({}, {2.0}, "bilinear");         nn::Upsample({.scale_factor = {2}, .mode = "bilinear"});
 class Upsample : public Module {
  public:
+  explicit Upsample(UpsampleOptions options)
+      : Upsample(options.size.vec(), std::move(options.scale_factor), std::move(options.mode), options.align_corners,
+                 options.recompute_scale_factor) {}
+  /// PyTorch's positional order. (A template only so that a call GCC 12 reads as either form,
+  /// `{.size = 4}`, picks the options.)
+  template <int = 0>
   explicit Upsample(std::vector<int64_t> size = {}, std::vector<double> scale_factor = {}, std::string mode = "nearest",
                     std::optional<bool> align_corners = std::nullopt,
                     std::optional<bool> recompute_scale_factor = std::nullopt)
