@@ -156,6 +156,12 @@ TEST(Conv3d, LayersMatchPyTorch) {
   }
 }
 
+template <typename T>
+concept BracedFromThree = requires {
+  T{2, 2, 2};
+};
+static_assert(!BracedFromThree<nn::Conv3dOptions> && !BracedFromThree<nn::ConvTranspose3dOptions>);
+
 TEST(Conv3d, LayerArgumentsFollowPyTorch) {
   nn::Conv3d conv(4, 8, 3);
   EXPECT_EQ(conv.name(), "Conv3d");

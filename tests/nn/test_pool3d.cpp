@@ -170,6 +170,16 @@ TEST(Pool3d, FunctionsAndLayersMatchPyTorch) {
   }
 }
 
+/// Whether a plain braced list of three numbers converts to T.
+template <typename T>
+concept BracedFromThree = requires {
+  T{2, 2, 2};
+};
+// The options take designated initializers only: {2, 2, 2} stays a size, never stride/padding/dilation.
+static_assert(!BracedFromThree<nn::MaxPool3dOptions> && !BracedFromThree<nn::AvgPool3dOptions> &&
+              !BracedFromThree<nn::LPPool3dOptions> && !BracedFromThree<nn::FractionalMaxPool3dOptions>);
+static_assert(BracedFromThree<nn::ExpandingSize<3>>);
+
 TEST(Pool3d, LayerArgumentsFollowPyTorch) {
   nn::MaxPool3d max(2);
   EXPECT_EQ(max.name(), "MaxPool3d");
