@@ -39,11 +39,12 @@ const io::SafetensorsData& golden() {
   return data;
 }
 
-/// The golden problem's loss (tools/gen_optim_more_golden.py).
+/// The golden problem's loss (tools/gen_optim_more_golden.py), in the parameters' dtype.
 Tensor loss_of(const std::map<std::string, Tensor>& p) {
-  const auto& g = golden();
-  Tensor fit = tanh(p.at("W").matmul(g.at("const.X")) + p.at("b").unsqueeze(1)) - g.at("const.Y");
-  return (fit * fit).mean() + sin(p.at("V") * g.at("const.Z")).mean() + cos(p.at("Q").matmul(g.at("const.R"))).mean();
+  const Dtype dtype = p.at("W").dtype();
+  auto c = [&](const char* name) { return golden().at(std::string("const.") + name).to(dtype); };
+  Tensor fit = tanh(p.at("W").matmul(c("X")) + p.at("b").unsqueeze(1)) - c("Y");
+  return (fit * fit).mean() + sin(p.at("V") * c("Z")).mean() + cos(p.at("Q").matmul(c("R"))).mean();
 }
 
 // ---- PyTorch's keyword arguments as ember's options ----
@@ -194,12 +195,12 @@ struct GoldenRun {
   std::vector<Tensor> ordered;  // the optimized parameters in group order
   std::unique_ptr<Optimizer> opt;
 
-  explicit GoldenRun(const json& m) : meta(m) {
+  explicit GoldenRun(const json& m, Dtype dtype = kFloat64) : meta(m) {
     std::set<std::string> optimized;
     for (const auto& names : meta["groups"])
       for (const auto& n : names) optimized.insert(n.get<std::string>());
     for (const char* name : {"W", "b", "V", "Q"}) {
-      params[name] = golden().at(std::string("init.") + name).clone();
+      params[name] = golden().at(std::string("init.") + name).to(dtype, /*non_blocking=*/false, /*copy=*/true);
       if (optimized.count(name)) params[name].requires_grad_();
     }
     std::vector<ParamGroup> groups;
@@ -267,6 +268,28 @@ TEST(OptimMore, TrajectoriesMatchPyTorch) {
       if (run.lbfgs()) {
         const double want = golden().at("case" + std::to_string(i) + ".loss").select(0, s).item<double>();
         EXPECT_NEAR(returned.item<double>(), want, 1e-12) << "returned loss at step " << s;
+      }
+    }
+  }
+}
+
+TEST(OptimMore, Float32FollowsTheFloat64Trajectories) {
+  // The same problems with float32 parameters (and float32 state): within float32's reach of
+  // PyTorch's float64 values after every step.
+  const auto all = cases();
+  for (size_t i = 0; i < all.size(); ++i) {
+    SCOPED_TRACE("case" + std::to_string(i) + " " + all[i].dump());
+    GoldenRun run(all[i], kFloat32);
+    const Tensor traj = golden().at("case" + std::to_string(i) + ".traj");
+    const double tolerance = all[i]["kind"] == "Muon" ? 1e-2 : run.lbfgs() ? 1e-3 : 2e-5;
+    for (int s = 0; s < all[i]["steps"].get<int>(); ++s) {
+      run.step();
+      EXPECT_EQ(run.flat().dtype(), kFloat32);
+      EXPECT_LE(max_error(run.flat(), traj.select(0, s)), tolerance) << "step " << s;
+    }
+    for (const auto& [name, t] : run.opt->state(0)) {
+      if (t.dim() > 0 && t.is_floating_point()) {
+        EXPECT_EQ(t.dtype(), kFloat32) << name;
       }
     }
   }
