@@ -34,6 +34,9 @@ CASES = [
     ("trunc_normal_", 10, (9, 8), "float64", {"mean": 0.3, "std": 0.2, "a": 0.0, "b": 1.0}),
     ("trunc_normal_", 11, (3, 4), "float32", {"std": 0.02, "a": -0.04, "b": 0.04}),
     ("trunc_normal_", 12, (3, 5), "float32", {"mean": 0.0, "std": 1.0, "a": 2.0, "b": 4.0}),
+    # Either side of the 30% of the mass where the sampler switches: 0.341 (normal), 0.288 (uniform).
+    ("trunc_normal_", 27, (4, 6), "float64", {"a": 0.0, "b": 1.0}),
+    ("trunc_normal_", 28, (4, 6), "float64", {"a": 0.0, "b": 0.8}),
     ("xavier_uniform_", 13, (5, 3, 2, 2), "float64", {"gain": 0.7}),
     ("xavier_normal_", 14, (4, 6), "float64", {"gain": 1.3}),
     ("xavier_uniform_", 15, (4, 3), "float32", {}),
