@@ -387,7 +387,7 @@ std::map<std::string, double*> OneCycleLR::hyper_parameters() {
   return {{"total_steps", &total_steps_},
           {"cycle_momentum", &cycle_momentum_},
           {"use_beta1", &use_beta1_},
-          {"anneal_linear", &anneal_linear_}};
+          {"_anneal_func_type", &anneal_linear_}};  // PyTorch's key: 0 "cos", 1 "linear"
 }
 
 }  // namespace ember::optim
