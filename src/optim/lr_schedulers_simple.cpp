@@ -34,6 +34,12 @@ std::vector<LRLambda> lambdas_per_group(const Optimizer& optimizer, std::vector<
   return lambdas;
 }
 
+/// PyTorch checks the lambdas before the base constructor records "initial_lr" in the groups.
+Optimizer& checked_lambdas(Optimizer& optimizer, const std::vector<LRLambda>& lambdas, bool is_list) {
+  lambdas_per_group(optimizer, lambdas, is_list);
+  return optimizer;
+}
+
 /// PyTorch checks the factor before the base constructor touches the groups.
 Optimizer& checked_constant_factor(Optimizer& optimizer, double factor) {
   EMBER_CHECK(factor <= 1.0 && factor >= 0, "Constant multiplicative factor expected to be between 0 and 1.");
@@ -45,12 +51,14 @@ Optimizer& checked_constant_factor(Optimizer& optimizer, double factor) {
 // ---- LambdaLR ----
 
 LambdaLR::LambdaLR(Optimizer& optimizer, LRLambda lr_lambda, int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch), lr_lambdas_(lambdas_per_group(optimizer, {std::move(lr_lambda)}, false)) {
+    : LRScheduler(checked_lambdas(optimizer, {lr_lambda}, false), last_epoch),
+      lr_lambdas_(lambdas_per_group(optimizer, {std::move(lr_lambda)}, false)) {
   initial_step();
 }
 
 LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<LRLambda> lr_lambdas, int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch), lr_lambdas_(lambdas_per_group(optimizer, std::move(lr_lambdas), true)) {
+    : LRScheduler(checked_lambdas(optimizer, lr_lambdas, true), last_epoch),
+      lr_lambdas_(lambdas_per_group(optimizer, std::move(lr_lambdas), true)) {
   initial_step();
 }
 
@@ -63,12 +71,14 @@ std::vector<double> LambdaLR::compute_lr() {
 // ---- MultiplicativeLR ----
 
 MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, LRLambda lr_lambda, int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch), lr_lambdas_(lambdas_per_group(optimizer, {std::move(lr_lambda)}, false)) {
+    : LRScheduler(checked_lambdas(optimizer, {lr_lambda}, false), last_epoch),
+      lr_lambdas_(lambdas_per_group(optimizer, {std::move(lr_lambda)}, false)) {
   initial_step();
 }
 
 MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<LRLambda> lr_lambdas, int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch), lr_lambdas_(lambdas_per_group(optimizer, std::move(lr_lambdas), true)) {
+    : LRScheduler(checked_lambdas(optimizer, lr_lambdas, true), last_epoch),
+      lr_lambdas_(lambdas_per_group(optimizer, std::move(lr_lambdas), true)) {
   initial_step();
 }
 

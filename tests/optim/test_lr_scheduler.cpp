@@ -186,6 +186,9 @@ TEST(LRSchedulers, PyTorchMessagesForBadArguments) {
   EXPECT_EQ(error_of([&] { LambdaLR(*opt, std::vector<LRLambda>{[](int64_t) { return 1.0; }}); }),
             "Expected 2 lr_lambdas, but got 1");
   EXPECT_EQ(error_of([&] { MultiplicativeLR(*opt, LRLambda{}); }), "lr_lambda should be a function, but got NoneType");
+  auto untouched = two_group_sgd();
+  EXPECT_EQ(error_of([&] { LambdaLR(*untouched, LRLambda{}); }), "lr_lambda should be a function, but got NoneType");
+  EXPECT_FALSE(untouched->param_groups()[0].has("initial_lr"));  // checked before the groups are touched
   EXPECT_EQ(error_of([&] { CyclicLR(*opt, 0.01, 0.1, {.mode = "foo"}); }), "mode is invalid and scale_fn is None");
   EXPECT_EQ(error_of([&] {
               CyclicLR(*opt, {0.1, 0.2, 0.3}, 0.1);
