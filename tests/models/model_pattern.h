@@ -1,0 +1,92 @@
+#pragma once
+// What tests/models/ shares with tools/gen_models_golden.py: the pattern() weights both sides
+// compute bit for bit (so the goldens store no weights), and comparisons of whole models.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+
+namespace ember_models_test {
+
+using ember::Tensor;
+
+/// offset + scale * (u - 1/2), u = ((i A + t B) mod M) / M: tools/gen_models_golden.py's pattern().
+inline Tensor pattern(ember::IntList sizes, int64_t t, double offset, double scale) {
+  constexpr int64_t A = 40503, B = 7919, M = 65521;
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<double> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = static_cast<double>((i * A + t * B) % M) / static_cast<double>(M);
+    values[static_cast<size_t>(i)] = offset + scale * (u - 0.5);
+  }
+  return ember::tensor(values, ember::TensorOptions().dtype(ember::kFloat64)).view(sizes);
+}
+
+/// The script's pattern_for: normalisation weights and running variances near 1, biases and
+/// means near 0, matrices scaled by 2 / sqrt(fan_in).
+inline Tensor pattern_for(const std::string& key, ember::IntList sizes, int64_t t) {
+  auto ends_with = [&](const std::string& suffix) {
+    return key.size() >= suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with("running_var")) return pattern(sizes, t, 1.2, 0.4);
+  if (sizes.size() == 1) return pattern(sizes, t, ends_with("weight") ? 1.0 : 0.0, 0.4);
+  int64_t fan_in = 1;
+  for (size_t d = 1; d < sizes.size(); ++d) fan_in *= sizes[d];
+  return pattern(sizes, t, 0.0, 2.0 / std::sqrt(static_cast<double>(fan_in)));
+}
+
+/// Every floating-point state_dict entry of a float64 model, in order, shared tensors once.
+inline void fill_state(ember::nn::Module& model) {
+  ember::NoGradGuard no_grad;
+  std::set<const void*> seen;
+  int64_t t = 0;
+  for (const auto& [key, value] : model.state_dict()) {
+    if (!ember::is_floating_point(value.dtype()) || !seen.insert(value.data_ptr()).second) continue;
+    Tensor shared = value;  // a handle on the model's storage
+    shared.copy_(pattern_for(key, value.sizes(), t));
+    ++t;
+  }
+}
+
+/// "key:d0,d1;..." as the script writes the reference's state_dict.
+inline std::vector<std::string> keys_and_shapes(const ember::nn::StateDict& state) {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : state) {
+    std::string item = key + ":";
+    for (int64_t d = 0; d < value.dim(); ++d) item += (d ? "," : "") + std::to_string(value.size(d));
+    out.push_back(item);
+  }
+  return out;
+}
+
+inline std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(separator, start), text.size());
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+/// max |actual - expected| / max |expected| (the whole tensor's scale), the scale at least 1e-6:
+/// a gradient that is zero in exact arithmetic (the stem's BatchNorm bias when every consumer
+/// is a conv followed by a train-mode BatchNorm) comes out as rounding noise of 1e-18 on both
+/// sides; such tensors are held to 1e-16 absolute instead (the models' losses are about 1).
+inline double relative_error(const Tensor& actual, const Tensor& expected) {
+  const Tensor e = expected.to(ember::kFloat64), a = actual.detach().to(ember::kFloat64);
+  EXPECT_EQ(a.sizes().vec(), e.sizes().vec());
+  if (a.sizes().vec() != e.sizes().vec()) return INFINITY;
+  const double scale = std::max(e.abs().max().item<double>(), 1e-6);
+  return (a - e).abs().max().item<double>() / scale;
+}
+
+}  // namespace ember_models_test
