@@ -227,7 +227,7 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
     NoGradGuard no_grad;
     for (const Tensor& b : module_->buffers()) distributed::broadcast(b, 0);
   }
-  return module_->forward(input);
+  return (*module_)(input);  // runs the wrapped module's hooks, as PyTorch's DDP does
 }
 
 std::vector<int64_t> DistributedDataParallel::bucket_sizes() const { return reducer_->bucket_sizes(); }
