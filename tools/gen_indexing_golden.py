@@ -245,3 +245,33 @@ meta["count"] = str(count)
 os.makedirs(OUT, exist_ok=True)
 save_file(tensors, os.path.join(OUT, "indexing_golden.safetensors"), metadata=meta)
 print(f"{count} cases, {sum(t.numel() * t.element_size() for t in tensors.values())} bytes of tensors")
+
+# ---- max_unpool1d/2d/3d (tests/nn/test_max_unpool.cpp): the pooled values x and their indices
+# come from max_pool<d>d(return_indices=True); y = max_unpool<d>d(x, index, ...). Options:
+# d, kernel, stride, padding (';'-separated lists), output_size ("" for none). ----
+tensors, meta, count = {}, {}, 0
+F = torch.nn.functional
+POOL = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+UNPOOL = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}
+
+
+def unpool_case(d, shape, kernel, stride, padding, output_size=None):
+    pooled, index = POOL[d](randn(*shape), kernel, stride, padding, return_indices=True)
+    lst = lambda v: ";".join(str(i) for i in (v if isinstance(v, (list, tuple)) else [v]))
+    add(dict(op="max_unpool", d=d, kernel=lst(kernel), stride=lst(stride), padding=lst(padding),
+             output_size=lst(output_size) if output_size else ""),
+        dict(x=pooled.detach(), index=index),
+        lambda x, index: UNPOOL[d](x, index, kernel, stride, padding, output_size))
+
+
+unpool_case(1, (2, 3, 8), 2, 2, 0)
+unpool_case(1, (3, 9), 3, 2, 1, [9])
+unpool_case(2, (1, 2, 4, 5), 2, 2, 0, [4, 5])
+unpool_case(2, (2, 5, 5), [3, 2], [2, 1], [1, 0], [5, 5])
+unpool_case(2, (1, 1, 6, 6), 3, 3, 0, [1, 1, 7, 8])
+unpool_case(3, (1, 2, 4, 4, 4), 2, 2, 0)
+unpool_case(3, (2, 5, 4, 3), [3, 2, 2], [2, 2, 1], [1, 0, 1], [5, 4, 3])
+meta["count"] = str(count)
+NN_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "nn", "golden")
+save_file(tensors, os.path.join(NN_OUT, "max_unpool_golden.safetensors"), metadata=meta)
+print(f"max_unpool: {count} cases")

@@ -23,6 +23,12 @@ namespace ember {
 
 // ---- tensor indexing ----
 
+/// Python's `None` in an index: a new dimension of size one (and, as a Slice end, "absent").
+struct NoneIndex {
+  constexpr operator std::optional<int64_t>() const { return std::nullopt; }  // NOLINT: Slice(None, 3)
+};
+inline constexpr NoneIndex None{};
+
 /// Python's `start:stop:step`; an absent end means "from the beginning" / "to the end". A
 /// negative start or stop counts from the end; the step must be positive (as PyTorch's).
 struct Slice {
@@ -33,9 +39,6 @@ struct Slice {
   Slice(std::optional<int64_t> start_, std::optional<int64_t> stop_ = std::nullopt, int64_t step_ = 1)
       : start(start_), stop(stop_), step(step_) {}
 };
-/// Python's `None` in an index: a new dimension of size one.
-struct NoneIndex {};
-inline constexpr NoneIndex None{};
 /// Python's `...`: as many full slices as the other indices leave dimensions.
 struct EllipsisIndex {};
 inline constexpr EllipsisIndex Ellipsis{};
