@@ -135,8 +135,8 @@ TEST_P(MaxUnpoolDevice, MatchesTheCpu) {
   const auto pooled_pair = max_pool2d_with_indices(randn({2, 3, 6, 6}), {2, 2});
   const Tensor y = std::get<0>(pooled_pair), i = std::get<1>(pooled_pair);
   nn::MaxUnpool2d layer(2);
-  Tensor on_device = y.to(device()).requires_grad_();
-  Tensor on_cpu = y.clone().requires_grad_();
+  Tensor on_device = y.to(device(), false, /*copy=*/true).requires_grad_();
+  Tensor on_cpu = y.detach().clone().requires_grad_();
   const Tensor out = layer.forward(on_device, i.to(device()));
   const Tensor reference = layer.forward(on_cpu, i);
   EXPECT_CLOSE_TO_CPU(out, reference, 0, 0);

@@ -486,8 +486,8 @@ TEST_P(IndexingDevice, MatchesTheCpu) {
   EXPECT_CLOSE_TO_CPU(bincount(tensor({2, 0, 2}).to(d)), bincount(tensor({2, 0, 2})), 0, 0);
   EXPECT_CLOSE_TO_CPU(histc(x.to(d), 5, -1, 1), histc(x, 5, -1, 1), 0, 0);
   // Gradients on the device.
-  Tensor on_device = x.to(d).requires_grad_();
-  Tensor on_cpu = x.clone().requires_grad_();
+  Tensor on_device = x.to(d, false, /*copy=*/true).requires_grad_();
+  Tensor on_cpu = x.detach().clone().requires_grad_();
   scatter_reduce(on_device, 0, idx.to(d), src.to(d), "amax").sum().backward();
   scatter_reduce(on_cpu, 0, idx, src, "amax").sum().backward();
   EXPECT_CLOSE_TO_CPU(on_device.grad(), on_cpu.grad(), 0, 0);
