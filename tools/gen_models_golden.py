@@ -20,7 +20,10 @@ models_resnet_golden.safetensors, per case <c> in (r18, r50):
   metadata "keys.resnet18|resnet34|resnet50" = "key:d0,d1,...;..." the full-width models'
                     state_dict keys and shapes in order (num_classes 1000); "keys.resnet34_eighth"
                     and "keys.resnet50_eighth" the same with stage_widths (8, 16, 32, 64).
-models_gpt2_golden.safetensors: the GPT (n_layer 2, n_head 2, n_embd 32, vocab 64, block 16,
+  r18init.<param>, r50init.<param>: init_summary of a ResNet-18 (stage_widths 4, 8, 8, 16) and a
+                    one-block-per-stage Bottleneck ResNet (4, 4, 8, 8, zero_init_residual) built
+                    from manual_seed(0) in float32.
+models_gpt2_golden.safetensors: init.<param> (init_summary after manual_seed(0)); the GPT (n_layer 2, n_head 2, n_embd 32, vocab 64, block 16,
   bias True, dropout 0; weights from pattern()): idx, targets (one -1, ignored), logits, loss, grad.<param>
   (parameters as named_parameters lists them: lm_head.weight is transformer.wte.weight),
   logits_last (forward without targets: the last position only); metadata "keys" (key:shape
@@ -334,8 +337,21 @@ def resnet_case(name, block, layers, widths, out, meta, input_grad):
             out[f"{name}.{mode}.grad.{k}"] = p.grad.clone()
 
 
+def init_summary(model, prefix, out):
+    """For each parameter after construction from manual_seed(0) (float32): its sum (in float64)
+    and first four values, to check that ember draws the same initial values."""
+    for k, p in model.named_parameters():
+        flat = p.detach().reshape(-1)
+        out[f"{prefix}.{k}"] = torch.cat([flat.double().sum().reshape(1), flat[:4].double()])
+
+
 def resnet_goldens():
     out, meta = {}, {}
+    torch.manual_seed(0)
+    init_summary(ResNet(BasicBlock, [2, 2, 2, 2], num_classes=10, stage_widths=(4, 8, 8, 16)), "r18init", out)
+    torch.manual_seed(0)
+    init_summary(ResNet(Bottleneck, [1, 1, 1, 1], num_classes=10, zero_init_residual=True,
+                        stage_widths=(4, 4, 8, 8)), "r50init", out)
     resnet_case("r18", BasicBlock, [2, 2, 2, 2], (1, 2, 4, 8), out, meta, input_grad=True)
     resnet_case("r50", Bottleneck, [3, 4, 6, 3], (2, 2, 4, 4), out, meta, input_grad=False)
     meta["keys.resnet18"] = key_list(ResNet(BasicBlock, [2, 2, 2, 2]))
@@ -355,6 +371,7 @@ def gpt_goldens():
     torch.manual_seed(0)
     model = GPT(c)
     out, meta = {}, {}
+    init_summary(model, "init", out)
     meta["keys"] = key_list(model)
     meta["param_keys"] = ";".join(k for k, _ in model.named_parameters())
     model.double()

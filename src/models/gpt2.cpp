@@ -80,6 +80,9 @@ GPT::GPT(GPTConfig config_) : config(config_) {
                                          {"wte", wte}, {"wpe", wpe}, {"drop", drop}, {"h", h}, {"ln_f", ln_f}}));
   // nanoGPT builds lm_head as a Linear and then assigns its weight to wte: one tensor under both
   // names. wte registered it first, so named_parameters() reaches it as transformer.wte.weight.
+  // The Linear nanoGPT builds draws its initial weight; one is built and dropped here so that the
+  // generator stays in step with PyTorch's and manual_seed gives nanoGPT's initial values.
+  { nn::Linear draws_as_nanogpt(config.n_embd, config.vocab_size, false); }
   lm_head = register_module("lm_head", std::make_shared<TiedLinear>(wte->weight));
 
   // nanoGPT's _init_weights through apply() (children before parents, so the shared weight is

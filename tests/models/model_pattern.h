@@ -90,3 +90,28 @@ inline double relative_error(const Tensor& actual, const Tensor& expected) {
 }
 
 }  // namespace ember_models_test
+
+namespace ember_models_test {
+
+/// Compares a freshly built float32 model with the script's init_summary (per parameter: its
+/// sum in float64, then its first four values): the same draws as PyTorch after manual_seed(0).
+template <typename Golden>
+void expect_init_summary(const ember::nn::Module& model, const Golden& golden, const std::string& prefix) {
+  int64_t checked = 0;
+  for (const auto& [key, p] : model.named_parameters()) {
+    const Tensor expected = golden.at(prefix + "." + key);
+    const Tensor flat = p.detach().reshape({-1}).to(ember::kFloat64);
+    const double sum = flat.sum().item<double>(), magnitude = flat.abs().sum().item<double>();
+    // To float32's rounding: a few values land one unit in the last place away (the scale of a
+    // distribution is computed in another precision), the draws themselves are the same.
+    EXPECT_NEAR(sum, expected[0].template item<double>(), 1e-7 * (magnitude + 1.0)) << key;
+    for (int64_t i = 0; i < std::min<int64_t>(4, flat.numel()); ++i) {
+      const double want = expected[i + 1].template item<double>();
+      EXPECT_NEAR(flat[i].template item<double>(), want, 2e-7 * std::abs(want)) << key << "[" << i << "]";
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+}
+
+}  // namespace ember_models_test

@@ -81,6 +81,11 @@ TEST(ModelsGPT2, MatchesNanoGPTInFloat64) {
   EXPECT_LT(relative_error(last, g.at("logits_last")), 1e-10);
 }
 
+TEST(ModelsGPT2, InitialDrawsAreNanoGPTsFromTheSameSeed) {
+  manual_seed(0);
+  ember_models_test::expect_init_summary(models::GPT(kSmall), golden(), "init");
+}
+
 TEST(ModelsGPT2, InitialisationIsNanoGPTs) {
   manual_seed(0);
   const models::GPTConfig config{.block_size = 64, .vocab_size = 256, .n_layer = 4, .n_head = 4, .n_embd = 64};

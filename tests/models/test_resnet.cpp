@@ -153,6 +153,17 @@ TEST(ModelsResNet, StateDictRoundTripsThroughLoadStateDict) {
   EXPECT_EQ(relative_error((*target)(x), (*source)(x)), 0.0);
 }
 
+TEST(ModelsResNet, InitialDrawsAreTorchvisionsFromTheSameSeed) {
+  manual_seed(0);
+  ember_models_test::expect_init_summary(*models::resnet18({.num_classes = 10, .stage_widths = {4, 8, 8, 16}}),
+                                         golden(), "r18init");
+  manual_seed(0);
+  ember_models_test::expect_init_summary(
+      models::ResNet(models::ResNetBlock::Bottleneck, {1, 1, 1, 1},
+                     {.num_classes = 10, .zero_init_residual = true, .stage_widths = {4, 4, 8, 8}}),
+      golden(), "r50init");
+}
+
 TEST(ModelsResNet, InitialisationIsTorchvisions) {
   manual_seed(0);
   auto model = models::resnet18({.num_classes = 10, .zero_init_residual = true, .stage_widths = {16, 16, 32, 32}});
