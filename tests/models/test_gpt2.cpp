@@ -130,7 +130,7 @@ TEST(ModelsGPT2, AdamWStepsLowerTheLoss) {
   const Tensor x = data.narrow(1, 0, 16).contiguous(), y = data.narrow(1, 1, 16).contiguous();
   optim::AdamW optimizer(model->parameters(), {.lr = 1e-2});
   double first = 0.0, last = 0.0;
-  for (int step = 0; step < 15; ++step) {
+  for (int step = 0; step < 25; ++step) {
     const Tensor loss = model->forward(x, y).loss;
     if (step == 0) first = loss.item<double>();
     last = loss.item<double>();
@@ -138,7 +138,7 @@ TEST(ModelsGPT2, AdamWStepsLowerTheLoss) {
     loss.backward();
     optimizer.step();
   }
-  EXPECT_LT(last, 0.5 * first);
+  EXPECT_LT(last, 0.5 * first) << "first " << first;  // 2.79 to 0.78 with seed 0
 }
 
 }  // namespace
