@@ -10,12 +10,14 @@ The one departure, used only to keep the goldens small: ResNet's per-stage width
 fixed 64, 128, 256, 512, where the stem also has 64) are a parameter, `stage_widths`, which
 ember exposes as a documented extension. The structure is otherwise unchanged.
 
+.grads: every parameter's gradient, packed() in named_parameters order; .after: the buffers
+(num_batches_tracked as float64), packed() in named_buffers order.
 models_resnet_golden.safetensors, per case <c> in (r18, r50):
   <c>.target        the class targets; the weights, running statistics and the input
                     [2, 3, 32, 32] are pattern() values (see there), computed by the test too
-  <c>.train.out, .loss, .gx (r18 only), .grad.<param>, .after.<buffer>   train mode (batch statistics;
+  <c>.train.out, .loss, .gx (r18 only), .grads, .after   train mode (batch statistics;
                     running statistics after one forward)
-  <c>.eval.out, .loss, .grad.<param>   eval mode, after calibrate_running_stats
+  <c>.eval.out, .loss, .grads   eval mode, after calibrate_running_stats
   metadata "<c>.config" = "blocks=2,2,2,2;widths=1,2,4,8;kind=basic|bottleneck"
   metadata "keys.resnet18|resnet34|resnet50" = "key:d0,d1,...;..." the full-width models'
                     state_dict keys and shapes in order (num_classes 1000); "keys.resnet34_eighth"
@@ -24,7 +26,7 @@ models_resnet_golden.safetensors, per case <c> in (r18, r50):
                     one-block-per-stage Bottleneck ResNet (4, 4, 8, 8, zero_init_residual) built
                     from manual_seed(0) in float32.
 models_gpt2_golden.safetensors: init.<param> (init_summary after manual_seed(0)); the GPT (n_layer 2, n_head 2, n_embd 32, vocab 64, block 16,
-  bias True, dropout 0; weights from pattern()): idx, targets (one -1, ignored), logits, loss, grad.<param>
+  bias True, dropout 0; weights from pattern()): idx, targets (one -1, ignored), logits, loss, grads
   (parameters as named_parameters lists them: lm_head.weight is transformer.wte.weight),
   logits_last (forward without targets: the last position only); metadata "keys" (key:shape
   list of state_dict, both tied keys), "param_keys" (named_parameters).
@@ -331,10 +333,14 @@ def resnet_case(name, block, layers, widths, out, meta, input_grad):
         if mode == "train":
             if input_grad:
                 out[f"{name}.train.gx"] = xg.grad
-            for k, v in model.named_buffers():
-                out[f"{name}.train.after.{k}"] = v.clone()
-        for k, p in model.named_parameters():
-            out[f"{name}.{mode}.grad.{k}"] = p.grad.clone()
+            out[f"{name}.train.after"] = packed(v for _, v in model.named_buffers())
+        out[f"{name}.{mode}.grads"] = packed(p.grad for _, p in model.named_parameters())
+
+
+def packed(tensors):
+    """The tensors flattened and joined in float64 (one header entry instead of hundreds; the
+    test slices them back in named_parameters / named_buffers order)."""
+    return torch.cat([t.detach().double().reshape(-1) for t in tensors])
 
 
 def init_summary(model, prefix, out):
@@ -383,8 +389,7 @@ def gpt_goldens():
     logits, loss = model(idx, targets)
     loss.backward()
     out["logits"], out["loss"] = logits.detach(), loss.detach()
-    for k, p in model.named_parameters():
-        out[f"grad.{k}"] = p.grad.clone()
+    out["grads"] = packed(p.grad for _, p in model.named_parameters())
     with torch.no_grad():
         out["logits_last"] = model(idx[:, :9])[0]
     return out, meta

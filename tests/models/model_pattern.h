@@ -77,6 +77,22 @@ inline std::vector<std::string> split(const std::string& text, char separator) {
   return out;
 }
 
+/// The script's packed(): one float64 tensor per entry of `like` (in order), shaped like it.
+inline std::vector<Tensor> unpack(const Tensor& packed, const std::vector<std::pair<std::string, Tensor>>& like) {
+  std::vector<Tensor> out;
+  int64_t offset = 0;
+  for (const auto& item : like) {
+    const int64_t n = item.second.numel();
+    if (offset + n > packed.numel()) break;
+    out.push_back(packed.narrow(0, offset, n).view(item.second.sizes()));
+    offset += n;
+  }
+  EXPECT_EQ(offset, packed.numel());
+  EXPECT_EQ(out.size(), like.size());
+  out.resize(like.size());
+  return out;
+}
+
 /// max |actual - expected| / max |expected| (the whole tensor's scale), the scale at least 1e-6:
 /// a gradient that is zero in exact arithmetic (the stem's BatchNorm bias when every consumer
 /// is a conv followed by a train-mode BatchNorm) comes out as rounding noise of 1e-18 on both
