@@ -10,26 +10,30 @@ The one departure, used only to keep the goldens small: ResNet's per-stage width
 fixed 64, 128, 256, 512, where the stem also has 64) are a parameter, `stage_widths`, which
 ember exposes as a documented extension. The structure is otherwise unchanged.
 
-.grads: every parameter's gradient, packed() in named_parameters order; .after: the buffers
-(num_batches_tracked as float64), packed() in named_buffers order.
-models_resnet_golden.safetensors, per case <c> in (r18, r50):
+models_resnet_golden.safetensors, per case <c>: r18 (BasicBlock, 2-2-2-2, stage_widths 1, 2, 4,
+8) and r50 (Bottleneck, 3-4-6-3, stage_widths 2, 2, 4, 4), num_classes 10:
   <c>.target        the class targets; the weights, running statistics and the input
                     [2, 3, 32, 32] are pattern() values (see there), computed by the test too
   <c>.train.out, .loss, .gx (r18 only), .grads, .after   train mode (batch statistics;
                     running statistics after one forward)
   <c>.eval.out, .loss, .grads   eval mode, after calibrate_running_stats
+                    .grads: every parameter's gradient, packed() in named_parameters order;
+                    .after: the buffers (num_batches_tracked as float64), packed() in
+                    named_buffers order
   metadata "<c>.config" = "blocks=2,2,2,2;widths=1,2,4,8;kind=basic|bottleneck"
   metadata "keys.resnet18|resnet34|resnet50" = "key:d0,d1,...;..." the full-width models'
                     state_dict keys and shapes in order (num_classes 1000); "keys.resnet34_eighth"
-                    and "keys.resnet50_eighth" the same with stage_widths (8, 16, 32, 64).
+                    and "keys.resnet50_eighth" the same with stage_widths (8, 16, 32, 64)
   r18init.<param>, r50init.<param>: init_summary of a ResNet-18 (stage_widths 4, 8, 8, 16) and a
                     one-block-per-stage Bottleneck ResNet (4, 4, 8, 8, zero_init_residual) built
-                    from manual_seed(0) in float32.
-models_gpt2_golden.safetensors: init.<param> (init_summary after manual_seed(0)); the GPT (n_layer 2, n_head 2, n_embd 32, vocab 64, block 16,
-  bias True, dropout 0; weights from pattern()): idx, targets (one -1, ignored), logits, loss, grads
-  (parameters as named_parameters lists them: lm_head.weight is transformer.wte.weight),
-  logits_last (forward without targets: the last position only); metadata "keys" (key:shape
-  list of state_dict, both tied keys), "param_keys" (named_parameters).
+                    from manual_seed(0) in float32
+models_gpt2_golden.safetensors: the GPT (n_layer 2, n_head 2, n_embd 32, vocab 64, block 16,
+  bias True, dropout 0):
+  init.<param>      init_summary after manual_seed(0) in float32
+  idx, targets (one -1, ignored), logits, loss, grads (packed() in named_parameters order, where
+                    lm_head.weight is transformer.wte.weight), logits_last (forward without
+                    targets: the last position only), all with pattern() weights in float64
+  metadata "keys" (key:shape list of state_dict, both tied keys), "param_keys" (named_parameters)
 
 Run: ~/.cache/ember-bench/torch-venv/bin/python tools/gen_models_golden.py
 """
