@@ -6,9 +6,9 @@
 // vectorised, and samples of different lengths read their loss at their own last frame.
 //
 // The predecessors are read without copying: each frame's alpha lives in a row of a
-// [T, N, S' + 2] buffer whose first two columns stay -inf, and an as_strided view with a unit
-// stride on its last dimension of 3 presents (s - 2, s - 1, s) for every state s at once. The
-// disallowed s - 2 transitions are removed by adding a mask of 0 / -inf made once.
+// [T, N, S' + 2] buffer whose first two columns stay -inf, so that columns s, s + 1 and s + 2 of
+// the row are states s - 2, s - 1 and s for every s at once (narrow views). The disallowed s - 2
+// transitions are removed by adding a mask of 0 / -inf made once.
 //
 // The gradient is not autograd's through this recursion: PyTorch's kernel returns
 // exp(log_probs) - exp(log(sum of alpha * beta over the states of class c) + nll - log_probs),
@@ -129,7 +129,7 @@ Plan plan_for(const Tensor& log_probs, const Tensor& targets, std::vector<int64_
   p.states = states;
 
   std::vector<int64_t> extended(n_batch * states, blank);
-  std::vector<double> alpha_skip(n_batch * states * 3, 0.0), beta_skip(n_batch * states * 3, 0.0);
+  std::vector<double> alpha_skip(n_batch * states, 0.0), beta_skip(n_batch * states, 0.0);
   std::vector<double> first(n_batch * states, kNegInf), last(n_batch * states, kNegInf);
   std::vector<int64_t> readout(n_batch * 2, 0);
   std::vector<double> readout_mask(n_batch * 2, kNegInf), no_frames_loss(n_batch, 0.0);
@@ -146,8 +146,8 @@ Plan plan_for(const Tensor& log_probs, const Tensor& targets, std::vector<int64_
     }
     const int64_t* row = &extended[n * states];
     for (int64_t s = 0; s < states; ++s) {
-      if (s < 2 || row[s] == row[s - 2]) alpha_skip[(n * states + s) * 3 + 0] = kNegInf;
-      if (s + 2 >= states || row[s] == row[s + 2]) beta_skip[(n * states + s) * 3 + 2] = kNegInf;
+      if (s < 2 || row[s] == row[s - 2]) alpha_skip[n * states + s] = kNegInf;
+      if (s + 2 >= states || row[s] == row[s + 2]) beta_skip[n * states + s] = kNegInf;
       if (s < 2) first[n * states + s] = 0.0;
       if (s <= 2 * length) one_hot[(n * states + s) * p.classes + row[s]] = 1.0;
     }
@@ -174,8 +174,8 @@ Plan plan_for(const Tensor& log_probs, const Tensor& targets, std::vector<int64_
   const TensorOptions integer = real.dtype(kInt64);
   const TensorOptions flag = real.dtype(kBool);
   p.extended = tensor(extended, integer).view({n_batch, states});
-  p.alpha_skip = tensor(alpha_skip, real).view({n_batch, states, 3});
-  p.beta_skip = tensor(beta_skip, real).view({n_batch, states, 3});
+  p.alpha_skip = tensor(alpha_skip, real).view({n_batch, states});
+  p.beta_skip = tensor(beta_skip, real).view({n_batch, states});
   p.first_states = tensor(first, real).view({n_batch, states});
   p.last_states = tensor(last, real).view({n_batch, states});
   p.readout = tensor(readout, integer);
@@ -190,11 +190,20 @@ Plan plan_for(const Tensor& log_probs, const Tensor& targets, std::vector<int64_
   return p;
 }
 
-// The three predecessors of every state at frame `t` of a [T, N, S' + 2] buffer: a [N, S', 3]
-// view whose last dimension walks columns (c, c + 1, c + 2) from column c = s + `first_column`.
-Tensor transition_window(const Tensor& buffer, int64_t t, int64_t first_column) {
-  const int64_t n_batch = buffer.size(1), width = buffer.size(2);
-  return buffer.as_strided({n_batch, width - 2, 3}, {width, 1, 1}, t * n_batch * width + first_column);
+// log(exp(a) + exp(b) + exp(c + skip)) for the three predecessors of every state at frame `t` of
+// a [T, N, S' + 2] buffer: columns s, s + 1, s + 2 of its row t, as [N, S'] views. Written with
+// elementwise ops rather than logsumexp over a window of 3, whose reduction costs several times
+// more at these sizes. All three -inf gives -inf: the maximum is clamped to a finite value.
+Tensor log_add_exp3(const Tensor& buffer, int64_t t, const Tensor& skip_first, const Tensor& skip_last) {
+  const Tensor row = buffer.select(0, t);
+  const int64_t states = buffer.size(2) - 2;
+  Tensor a = row.narrow(1, 0, states), b = row.narrow(1, 1, states), c = row.narrow(1, 2, states);
+  if (skip_first.defined()) a = a + skip_first;
+  if (skip_last.defined()) c = c + skip_last;
+  const double lowest =
+      buffer.dtype() == kFloat32 ? -std::numeric_limits<float>::max() : -std::numeric_limits<double>::max();
+  const Tensor peak = clamp(maximum(maximum(a, b), c), lowest, std::nullopt);
+  return log(exp(a - peak) + exp(b - peak) + exp(c - peak)) + peak;
 }
 
 // The backward variables beta (log probability of every path suffix from state s at frame t,
@@ -203,8 +212,7 @@ Tensor backward_variables(const Plan& p, const Tensor& emissions) {
   Tensor beta = full({p.frames, p.batch, p.states + 2}, kNegInf, emissions.options());
   const Tensor nothing_after = full({p.batch, p.states}, kNegInf, emissions.options());
   for (int64_t t = p.frames - 1; t >= 0; --t) {
-    const Tensor from_later =
-        t + 1 < p.frames ? logsumexp(transition_window(beta, t + 1, 0) + p.beta_skip, {2}) : nothing_after;
+    const Tensor from_later = t + 1 < p.frames ? log_add_exp3(beta, t + 1, Tensor(), p.beta_skip) : nothing_after;
     const Tensor value = where(p.is_last_frame.select(0, t), p.last_states, from_later) + emissions.select(0, t);
     beta.select(0, t).narrow(1, 0, p.states).copy_(value);
   }
@@ -256,7 +264,7 @@ Tensor ctc_loss_impl(const Tensor& log_probs, const Tensor& targets, std::vector
     alpha = full({p.frames, p.batch, p.states + 2}, kNegInf, lp.options());
     alpha.select(0, 0).narrow(1, 2, p.states).copy_(emissions.select(0, 0) + p.first_states);
     for (int64_t t = 1; t < p.frames; ++t) {
-      const Tensor value = logsumexp(transition_window(alpha, t - 1, 0) + p.alpha_skip, {2}) + emissions.select(0, t);
+      const Tensor value = log_add_exp3(alpha, t - 1, p.alpha_skip, Tensor()) + emissions.select(0, t);
       alpha.select(0, t).narrow(1, 2, p.states).copy_(value);
     }
     const Tensor finals = index_select(alpha.view({-1}), 0, p.readout).view({p.batch, 2}) + p.readout_mask;
