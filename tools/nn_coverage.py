@@ -4,7 +4,8 @@ reason it is missing. docs/NN-COVERAGE.md holds its output (--markdown).
 
 torch.nn's classes are every class exported by torch.nn that derives from nn.Module, less the
 Lazy* ones (ember infers no shapes lazily). ember's are the classes declared in
-include/ember/nn/*.h that derive, directly or through another ember class, from ember::nn::Module;
+include/ember/nn/*.h that derive, directly or through another ember class, from ember::nn::Module
+(an alias of a template's instance, `using MaxUnpool2d = MaxUnpool<2>`, counts as its template);
 ember's helper bases that PyTorch does not export (Loss, Loss3, BatchNormBase) do not count.
 
 Run: /path/to/python-with-torch tools/nn_coverage.py [--markdown]
@@ -40,11 +41,16 @@ def ember_classes():
     header_dir = os.path.join(ROOT, "include", "ember", "nn")
     pattern = re.compile(r"^class\s+(\w+)\s*(?:final\s*)?:\s*public\s+(?:std::enable_shared_from_this<\w+>|(\w+))",
                          re.M)
+    # `using MaxUnpool2d = MaxUnpool<2>;`: a class named by an alias of a template's instance.
+    alias = re.compile(r"^using\s+(\w+)\s*=\s*(\w+)\s*<", re.M)
     for name in sorted(os.listdir(header_dir)):
         if name.endswith(".h"):
             with open(os.path.join(header_dir, name)) as f:
-                for m in pattern.finditer(f.read()):
-                    parent[m.group(1)] = m.group(2) or ""
+                text = f.read()
+            for m in pattern.finditer(text):
+                parent[m.group(1)] = m.group(2) or ""
+            for m in alias.finditer(text):
+                parent.setdefault(m.group(1), m.group(2))
     parent["Module"] = ""
 
     def is_module(name, seen=()):

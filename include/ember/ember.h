@@ -25,6 +25,8 @@
 #include "ember/io/numpy.h"
 #include "ember/io/pytorch.h"
 #include "ember/io/safetensors.h"
+#include "ember/io/safetensors_module.h"
+#include "ember/models/models.h"
 #include "ember/nn/nn.h"
 #include "ember/optim/clip_grad.h"
 #include "ember/optim/lr_scheduler.h"

@@ -324,6 +324,8 @@ Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, const Sc
 // Op families declared in headers of their own, part of the same public surface.
 #include "ember/bitwise.h"         // IWYU pragma: export
 #include "ember/conv_transpose.h"  // IWYU pragma: export
+#include "ember/einsum.h"          // IWYU pragma: export
+#include "ember/indexing.h"        // IWYU pragma: export
 #include "ember/interpolate.h"     // IWYU pragma: export
 #include "ember/pad.h"             // IWYU pragma: export
 #include "ember/pool1d.h"          // IWYU pragma: export

@@ -2,10 +2,12 @@
 /// ember::Tensor: a reference-counted handle to an n-dimensional array on a device. Copying a
 /// Tensor copies the handle; views (reshape, transpose, narrow, ...) share storage.
 #include <cstdint>
+#include <initializer_list>
 #include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -17,6 +19,8 @@
 #include "ember/tensor_options.h"
 
 namespace ember {
+
+class TensorIndex;  // ember/indexing.h
 
 class Tensor {
  public:
@@ -274,6 +278,23 @@ class Tensor {
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  // ember/indexing.h has the documentation, and Slice, None and Ellipsis for index().
+  /// Python's x[...]: x.index({Slice(), 0, idx}) is x[:, 0, idx].
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  /// Python's x[...] = value, in place.
+  Tensor& index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value);
+  Tensor& index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value);
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                        bool include_self = true) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
+  Tensor index_copy(int64_t dim, const Tensor& index, const Tensor& source) const;
+  Tensor index_fill(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  Tensor take(const Tensor& index) const;
+  Tensor nonzero() const;
 
   // ---- sorting and running reductions (ember/sort.h, ember/scan.h have the documentation) ----
   std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;

@@ -137,7 +137,8 @@ Tensor LayerNorm::forward(const Tensor& input) {
 
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
-  for (const auto& item : child_list()) x = item.second->forward(x);
+  for (const auto& item : child_list())
+    x = (*item.second)(x);  // through operator(): the child's hooks and parametrizations run
   return x;
 }
 

@@ -346,4 +346,41 @@ Tensor& index_put_(Tensor& x, const std::vector<TensorIndex>& indices, const Sca
   return index_put_impl(x, indices, scalar_tensor(value, TensorOptions().dtype(x.dtype())));
 }
 
+// ---- the Tensor methods of ember/indexing.h's ops ----
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const { return ember::index(*this, indices); }
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value) {
+  ember::index_put_(*this, indices, value);
+  return *this;
+}
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value) {
+  ember::index_put_(*this, indices, value);
+  return *this;
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return ember::scatter(*this, dim, index, src);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value) const {
+  return ember::scatter(*this, dim, index, value);
+}
+Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                              bool include_self) const {
+  return ember::scatter_reduce(*this, dim, index, src, reduce, include_self);
+}
+Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) const {
+  return ember::index_add(*this, dim, index, source, alpha);
+}
+Tensor Tensor::index_copy(int64_t dim, const Tensor& index, const Tensor& source) const {
+  return ember::index_copy(*this, dim, index, source);
+}
+Tensor Tensor::index_fill(int64_t dim, const Tensor& index, const Scalar& value) const {
+  return ember::index_fill(*this, dim, index, value);
+}
+Tensor Tensor::masked_select(const Tensor& mask) const { return ember::masked_select(*this, mask); }
+Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
+  return ember::masked_scatter(*this, mask, source);
+}
+Tensor Tensor::take(const Tensor& index) const { return ember::take(*this, index); }
+Tensor Tensor::nonzero() const { return ember::nonzero(*this); }
+
 }  // namespace ember
