@@ -218,8 +218,16 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
           ember::index_select(per_sample_weights.reshape({-1}), 0, tensor(positions, long_options).to(device));
       gathered = gathered * w.unsqueeze(1);
     }
-    const Tensor target = tensor(bag_of, long_options).to(device).unsqueeze(1).expand({m, dim}).contiguous();
-    Tensor out = ember::scatter_add(zeros({bags, dim}, weight.options()), 0, target, gathered);
+    Tensor out;
+    const bool equal_bags = std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; });
+    if (equal_bags && counts[0] > 0) {
+      // Bags of one length (every 2-D input): the gathered rows are already bag by bag, so a sum
+      // over a middle dimension replaces the scatter (an order of magnitude faster).
+      out = ember::sum(gathered.view({bags, counts[0], dim}), {1});
+    } else {
+      const Tensor target = tensor(bag_of, long_options).to(device).unsqueeze(1).expand({m, dim});
+      out = ember::scatter_add(zeros({bags, dim}, weight.options()), 0, target, gathered);
+    }
     if (how == Mode::Mean) {
       std::vector<double> divisor;
       for (int64_t c : counts) divisor.push_back(static_cast<double>(std::max<int64_t>(c, 1)));
