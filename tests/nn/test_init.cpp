@@ -87,6 +87,9 @@ double tolerance(const GoldenCase& c) {
   const bool float32 = c.options.at("dtype") == "float32";
   if (c.kind == "orthogonal_") return float32 ? 2e-6 : 1e-13;
   if (float32 && c.kind.find("normal") != std::string::npos) return 1e-6;
+  // float64 normal draws equal PyTorch's bit for bit in the Release build; the sanitizer build
+  // (-O1, no -march=native) rounds trunc_normal_'s transform an ulp apart.
+  if (c.kind.find("normal") != std::string::npos) return 1e-15;
   return 0.0;
 }
 

@@ -281,7 +281,9 @@ TEST(OptimMore, Float32FollowsTheFloat64Trajectories) {
     SCOPED_TRACE("case" + std::to_string(i) + " " + all[i].dump());
     GoldenRun run(all[i], kFloat32);
     const Tensor traj = golden().at("case" + std::to_string(i) + ".traj");
-    const double tolerance = all[i]["kind"] == "Muon" ? 1e-2 : run.lbfgs() ? 1e-3 : 2e-5;
+    // LBFGS's line search branches on float32 comparisons, so roundings an ulp apart (the
+    // sanitizer build's -O1 code) can move its float32 path by 2e-3 within three steps.
+    const double tolerance = all[i]["kind"] == "Muon" ? 1e-2 : run.lbfgs() ? 5e-3 : 2e-5;
     for (int s = 0; s < all[i]["steps"].get<int>(); ++s) {
       run.step();
       EXPECT_EQ(run.flat().dtype(), kFloat32);
