@@ -15,6 +15,7 @@
 #include "ember/factories.h"
 #include "ember/nn/adaptive_max_pool.h"
 #include "ember/ops.h"
+#include "ops/pooling.h"
 
 namespace ember::nn {
 
@@ -29,26 +30,7 @@ Triple triple_of(IntList values) {
   return {values[0], values[1], values[2]};
 }
 
-// Floor division for any signs (PyTorch's div_rtn), which pooling_output_shape relies on when a
-// bad argument makes the numerator negative.
-int64_t div_floor(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-/// PyTorch's pooling_output_shape, with its checks in its order.
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
-  EMBER_CHECK(stride != 0, "stride should not be zero");
-  EMBER_CHECK(pad >= 0, "pad must be non-negative, but got pad: ", pad);
-  EMBER_CHECK(pad <= ((kernel - 1) * dilation + 1) / 2,
-              "pad should be at most half of effective kernel size, but got pad=", pad, ", kernel_size=", kernel,
-              " and dilation=", dilation);
-  int64_t out = div_floor(in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
-  // A ceil_mode window must start inside the input or the left padding.
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
+using ops::pooled_size;
 
 /// A window's geometry with one value per dimension (depth, height, width) and the output sizes.
 struct Window {

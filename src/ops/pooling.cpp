@@ -2,6 +2,8 @@
 // PyTorch's argument checks and output-size rules, one backend call forward, one recorded node
 // whose backward is one backend call. The 1-D ops (ember/pool1d.h) check their own arguments and
 // run the 2-D ones over a height of one, as PyTorch's do.
+#include "ops/pooling.h"
+
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -25,8 +27,9 @@ int64_t div_floor(int64_t a, int64_t b) {
   return q;
 }
 
-// PyTorch's pooling_output_shape, including its checks, in its order.
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
+}  // namespace
+
+int64_t ops::pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
   EMBER_CHECK(stride != 0, "stride should not be zero");
   EMBER_CHECK(pad >= 0, "pad must be non-negative, but got pad: ", pad);
   EMBER_CHECK(pad <= ((kernel - 1) * dilation + 1) / 2,
@@ -37,6 +40,10 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;
   return out;
 }
+
+namespace {
+
+using ops::pooled_size;
 
 // One value for both dimensions, or a [height, width] pair.
 void pair_of(IntList values, int64_t (&dst)[2]) {
