@@ -3,7 +3,7 @@
 // Two implementations (conv_paths.h):
 //  * im2col + GEMM (conv_im2col.cpp), for every floating dtype; float64 always goes this way;
 //  * oneDNN's convolution primitives (conv_onednn.cpp), float32 only, and bfloat16 natively.
-// float32 takes the path docs/PERFORMANCE.md ("Convolution") found faster; the environment
+// float32 takes the path found faster for its geometry (onednn_is_faster); the environment
 // variable EMBER_CONV2D_PATH=onednn|im2col overrides that (the benchmark and tests use it to run
 // both). bfloat16 goes to oneDNN's primitives in bfloat16 on CPUs that multiply it natively
 // (AVX512-BF16); float16, and bfloat16 elsewhere, are widened to float32, computed there and
@@ -49,15 +49,24 @@ ConvShape shape_of(const TensorView& x, const TensorView& weight, const TensorVi
 
 // ------------------------------------------------------------------------------- float32 path choice
 
-// im2col was as fast or faster on the MNIST CNN's layers, 1 and 2 threads (docs/PERFORMANCE.md,
-// "Convolution"); oneDNN loses its edge to the reorders between NCHW and its blocked layouts.
-constexpr bool kOneDnnByDefault = false;
+// Which float32 path is faster depends on the geometry (measured on one thread, forward + both
+// gradients, batch 16; docs/PERFORMANCE.md, "Convolution path by shape"). im2col + GEMM wins on
+// few input channels (the MNIST CNN's layers, a stem over RGB) and on 1x1 kernels, where the
+// column matrix is the input itself or a strided copy of it. oneDNN's blocked kernels win where
+// im2col's GEMMs are badly shaped: depthwise convolutions (each group's GEMM has one row of 9),
+// outputs of at most 4 positions (ResNet's last stage at 64x64 input: 2x2), and wider spatial
+// kernels over 64 or more channels per group (ResNet's 3x3 stages: 0.55-0.75x im2col's time).
+bool onednn_is_faster(const ConvShape& s) {
+  if (s.groups > 1 && s.cg() == 1) return true;
+  if (s.plane() <= 4) return true;
+  return s.kh * s.kw > 1 && s.cg() >= 64;
+}
 
 bool use_onednn(const ConvShape& s) {
   // An empty reduction (no input channels) is left to the GEMM path, which writes the zeros.
   if (s.k() == 0) return false;
   const char* env = std::getenv("EMBER_CONV2D_PATH");
-  if (env == nullptr || *env == '\0') return kOneDnnByDefault;
+  if (env == nullptr || *env == '\0') return onednn_is_faster(s);
   const std::string_view path(env);
   EMBER_CHECK(path == "onednn" || path == "im2col", "EMBER_CONV2D_PATH must be \"onednn\" or \"im2col\", got \"", path,
               "\"");
