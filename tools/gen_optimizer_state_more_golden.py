@@ -11,6 +11,7 @@ For each case <name> it writes, into tests/io/golden/:
                                            target.<i> the closure's targets (LBFGS)
                                            next.<i>   the parameters after that step, taken by the
                                                       same PyTorch optimizer (an unbroken run)
+                                           next_state.<id>.<name>  its state tensors after that step
 The test loads each state into ember's optimizer, takes the next step and compares it with
 next.<i>; it also saves ember's state and reads it back.
 
@@ -31,7 +32,8 @@ from safetensors.torch import load_file, save_file
 GOLDEN = pathlib.Path(__file__).resolve().parent.parent / "tests" / "io" / "golden"
 O = torch.optim
 
-# name -> (class, parameter sizes, groups as (parameter indices, options), constructor options, steps)
+# name -> (class, parameter sizes, groups as (parameter indices, options), constructor options, steps).
+# The groups take the parameters in order, so that PyTorch's ids in the state are their indices.
 CASES = {
     "adagrad": (O.Adagrad, [(3, 4), (4,)], [([0], {}), ([1], {"lr": 0.05, "maximize": True})],
                 {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.01, "initial_accumulator_value": 0.1}, 3),
@@ -46,7 +48,7 @@ CASES = {
               {"lr": 0.02}, 4),
     "asgd": (O.ASGD, [(3, 4), (4,)], [([0], {}), ([1], {"lr": 0.02})],
              {"lr": 0.05, "lambd": 1e-3, "alpha": 0.7, "t0": 2.0, "weight_decay": 0.01}, 4),
-    "adafactor": (O.Adafactor, [(3, 4), (4,), (2, 3, 4)], [([0, 2], {}), ([1], {"eps": (1e-20, 1e-3)})],
+    "adafactor": (O.Adafactor, [(3, 4), (2, 3, 4), (4,)], [([0, 1], {}), ([2], {"eps": (1e-20, 1e-3)})],
                   {"lr": 0.02, "beta2_decay": -0.7, "d": 1.5, "weight_decay": 0.01}, 3),
     "muon": (O.Muon, [(3, 4), (5, 3)], [([0], {}), ([1], {"nesterov": False, "adjust_lr_fn": "match_rms_adamw",
                                                            "ns_steps": 4})],
@@ -106,6 +108,10 @@ def generate():
         take_step(name, opt, params, grads, targets)
         for i, p in enumerate(params):
             out[f"next.{i}"] = p.detach().clone()
+        for index, entries in opt.state_dict()["state"].items():
+            for key, value in entries.items():
+                if torch.is_tensor(value):
+                    out[f"next_state.{index}.{key}"] = value.detach().clone()
         save_file(out, str(GOLDEN / f"optimizer_state_more_{name}.safetensors"))
         print(name, cls.__name__, "state:", {k: sorted(v) for k, v in opt.state_dict()["state"].items()})
 

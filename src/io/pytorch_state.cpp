@@ -267,9 +267,17 @@ void check_group_is_for(const OptimizerLayout& layout, const Value& group, size_
     }
   }
   if (missing.empty() && foreign.empty()) return;
-  std::vector<std::string> savers;
-  for (const OptimizerLayout* other : layouts::all_layouts())
-    if (other != &layout && could_have_saved(*other, group)) savers.emplace_back(other->name);
+  // The optimizers that could have saved it; of those, the ones whose every key it has when
+  // there are such (a state that lacks a flag may be older than the flag, but rarely is).
+  std::vector<std::string> savers, exact;
+  for (const OptimizerLayout* other : layouts::all_layouts()) {
+    if (other == &layout || !could_have_saved(*other, group)) continue;
+    savers.emplace_back(other->name);
+    if (std::all_of(other->keys.begin(), other->keys.end(),
+                    [&](const GroupKey& k) { return group.contains(k.torch_name); }))
+      exact.emplace_back(other->name);
+  }
+  if (!exact.empty()) savers = exact;
   std::string which;
   for (size_t i = 0; i < savers.size(); ++i) which += (i == 0 ? "" : " or ") + savers[i];
   fail(kWhere, ": this is not the state of a ", layout.name, ": param_groups[", g, "]",
@@ -279,11 +287,11 @@ void check_group_is_for(const OptimizerLayout& layout, const Value& group, size_
        which.empty() ? "" : concat(" (its keys are those of ", which, ")"));
 }
 
-double number_of(const Value& v, size_t g, const std::string& name) {
+double number_of(const Value& v, const std::string& what) {
   if (v.kind() == Value::Kind::Bool || v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Float)
     return v.to_double();
   if (v.is_tensor() && v.to_tensor().numel() == 1) return v.to_tensor().item<double>();  // a tensor lr, say
-  fail(kWhere, ": param_groups[", g, "]['", name, "'] is a ", v.type_name(), " (", v.summary(60), "), not a number");
+  fail(kWhere, ": ", what, " is a ", v.type_name(), " (", v.summary(60), "), not a number");
   return 0;
 }
 
@@ -295,7 +303,7 @@ void load_group_key(const OptimizerLayout& layout, const GroupKey& k, const Valu
     case K::Number:
     case K::Int:
     case K::Bool:
-      numbers[prefix + name] = number_of(v, g, name);
+      numbers[prefix + name] = number_of(v, concat("param_groups[", g, "]['", name, "']"));
       return;
     case K::Tuple: {
       if (v.kind() != Value::Kind::Tuple && v.kind() != Value::Kind::List)
@@ -306,7 +314,7 @@ void load_group_key(const OptimizerLayout& layout, const GroupKey& k, const Valu
         const bool optional = k.parts[i][0] == '?';
         const std::string part = optional ? k.parts[i] + 1 : k.parts[i];
         if (v.items()[i].is_none() && optional) continue;  // ember's group then lacks the option
-        numbers[prefix + part] = number_of(v.items()[i], g, concat(name, "'][", i));
+        numbers[prefix + part] = number_of(v.items()[i], concat("param_groups[", g, "]['", name, "'][", i, "]"));
       }
       return;
     }
