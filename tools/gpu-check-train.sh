@@ -75,6 +75,30 @@ train_runs() {
   done
 }
 
+# model_steps BOUND RESERVE: one training step of each model family (bench/models, ember::models)
+# on the device, timed by bench_models: 3 warm-up steps, then the median of 10; its lines (ms per
+# step, peak host and GPU memory) go to LOGDIR/model-steps.log and into the table.
+model_steps() {
+  local bench=$BUILD/bench/bench_models
+  if [[ ! -x $bench ]]; then
+    fail_stage model-steps "$bench was not built (benchmarks on, and Google Benchmark found?)"
+    return
+  fi
+  # shellcheck disable=SC2016  # the inner shell's variables
+  run_stage model-steps "$1" "$2" "$LOGDIR/model-steps.log" bash -c \
+    'rc=0; for f in $("$1" --list | cut -d" " -f1); do "$1" --family "$f" --device "$2" --steps 10 --warmup 3 || rc=1; done; exit $rc' \
+    _ "$bench" "$DEVICE"
+}
+
+# The model families' step lines, as a table ("" when model_steps did not run).
+model_steps_table() {
+  [[ -s $LOGDIR/model-steps.log ]] || return 0
+  echo "| model family | ms per step | host peak MiB | GPU peak MiB (ember's allocator) |"
+  echo "|---|---|---|---|"
+  sed -n 's/^\([a-z0-9_]*\) ms_per_step=\([0-9.]*\).*peak_rss_mib=\([0-9.]*\).*cuda_peak_mib=\([0-9.]*\).*/| \1 | \2 | \3 | \4 |/p' \
+    "$LOGDIR/model-steps.log"
+}
+
 # nccl_run BOUND RESERVE: data parallelism over NCCL (src/distributed/nccl/nccl_transport.cpp) needs a
 # GPU per rank: NCCL refuses two ranks on one GPU. With two or more GPUs and Open MPI, one cnn
 # epoch on 2 ranks.

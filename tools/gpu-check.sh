@@ -5,7 +5,7 @@
 #
 #   tools/gpu-check.sh build [OUTDIR]   at most 270 s
 #     records the machine (LOGDIR/machine.log), unpacks .gpu-bundle, runs nvidia-smi, configures
-#     build-gpu (the "cuda" preset, for the GPU's own architecture, without benchmarks and
+#     build-gpu (the "cuda" preset, for the GPU's own architecture, with benchmarks, without
 #     examples; warnings not errors here) and builds it, each with its bound, then checks that the
 #     built programs and libraries find every library they link (cuBLAS and cuDNN from the toolkit
 #     or pip's wheels). LOGDIR/build-status.txt says "built", "failed" or "timed out after N s at
@@ -13,9 +13,10 @@
 #   tools/gpu-check.sh test [OUTDIR]    at most 205 s
 #     finishes a build that the first command ran out of time for (when time allows), then:
 #     the device suites (`*Device*:*Cuda*`, one process), one epoch of mlp and cnn on the GPU, on
-#     the CPU and on the GPU with --amp (bfloat16 autocast), the rest of the suite (ctest), and
+#     the CPU and on the GPU with --amp (bfloat16 autocast), one training step of each model family
+#     (bench_models, ember::models) on the GPU, the rest of the suite (ctest), and
 #     compute-sanitizer memcheck over the device suites; with two GPUs and Open MPI, one cnn epoch
-#     on 2 ranks over NCCL. There are no GPU benchmarks besides the training runs' samples/s.
+#     on 2 ranks over NCCL. The GPU benchmarks are the training runs' samples/s and the model steps.
 #
 # Every stage has a time bound inside the command's deadline and leaves room for the stages after
 # it; a failed stage does not stop the later ones; the table (LOGDIR/summary.md, also copied to
@@ -96,6 +97,8 @@ write_summary() {
   echo
   runs_table
   echo
+  model_steps_table
+  echo
   result_line
 }
 
@@ -160,9 +163,15 @@ command_build() {
   # cached by an earlier configure. Warnings are not errors here (GPU_CHECK_WERROR=1 makes them
   # so): CI holds the code to -Werror with this machine's g++, and another g++ on the GPU machine
   # must not cost the whole check.
-  local configure cap
-  configure=(cmake --preset cuda -B "$BUILD" -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_BUILD_EXAMPLES=OFF
+  local configure cap cuda
+  configure=(cmake --preset cuda -B "$BUILD" -DEMBER_BUILD_BENCHMARKS=ON -DEMBER_BUILD_EXAMPLES=OFF
     -DEMBER_WARNINGS_AS_ERRORS="$([[ ${GPU_CHECK_WERROR:-0} == 1 ]] && echo ON || echo OFF)")
+  # On a lent H100 (2026-12), CMake's FindCUDAToolkit found neither nvcc nor the toolkit's headers
+  # by itself (the toolkit's bin was not on PATH, and the bundle's prefix path comes first): put
+  # the toolkit's compiler first on PATH and name its include folder.
+  cuda=$(cuda_root)
+  [[ -x $cuda/bin/nvcc ]] && export PATH=$cuda/bin:$PATH
+  [[ -d $cuda/targets/x86_64-linux/include ]] && configure+=(-DCUDAToolkit_INCLUDE_DIR="$cuda/targets/x86_64-linux/include")
   cap=${GPU_CHECK_CUDA_ARCHITECTURES:-$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')}
   if [[ $cap =~ ^[0-9]+$ ]]; then
     configure+=(-DCMAKE_CUDA_ARCHITECTURES="$cap")
@@ -267,6 +276,7 @@ command_test() {
   fi
 
   train_runs "$(seconds 30)" "$(seconds 45)"
+  model_steps "$(seconds 60)" "$(seconds 40)"
 
   # The rest of the suite, in parallel; the sanitizer keeps 20 s.
   if [[ ! -x $tests ]]; then

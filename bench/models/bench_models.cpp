@@ -1,8 +1,10 @@
 // One training step per model family (bench/models/*_step.cpp), timed in this process:
 //   bench_models --list
 //   bench_models --family resnet18 [--device cpu] [--steps N] [--warmup N]
-// prints one line "<family> ms_per_step=<median> min=<min> peak_rss_mib=<peak> steps=<N>", the
-// median over N timed steps after the warm-up ones (which also settle the allocator's cache).
+// prints one line "<family> ms_per_step=<median> min=<min> peak_rss_mib=<peak> cuda_peak_mib=<peak>
+// steps=<N>": the median over N timed steps after the warm-up ones (which also settle the
+// allocator's cache), the process's peak resident memory, and on a GPU the peak of ember's
+// allocator there (0 on the CPU).
 // bench/models/models_pytorch.py prints the same line for PyTorch's step and
 // bench/compare_models.sh runs both alternately (docs/PERFORMANCE.md, model families).
 #include <sys/resource.h>
@@ -89,8 +91,10 @@ int main(int argc, char** argv) try {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(ms.begin(), ms.end());
-  std::printf("%s ms_per_step=%.3f min=%.3f peak_rss_mib=%.1f steps=%d\n", family.c_str(), ms[ms.size() / 2], ms[0],
-              peak_rss_mib(), steps);
+  const double cuda_peak_mib =
+      device.is_cuda() ? static_cast<double>(ember::cuda::max_memory_allocated(device.index())) / (1 << 20) : 0.0;
+  std::printf("%s ms_per_step=%.3f min=%.3f peak_rss_mib=%.1f cuda_peak_mib=%.1f steps=%d\n", family.c_str(),
+              ms[ms.size() / 2], ms[0], peak_rss_mib(), cuda_peak_mib, steps);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_models: error: %s\n", e.what());

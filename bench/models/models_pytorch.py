@@ -3,7 +3,7 @@
 bench/models/<family>_pytorch.py (each file's STEPS maps a name to a setup(device) that returns
 the step), timed as the C++ side times it: `warmup` steps, then the median of `steps` timed ones.
 
-Prints "<family> ms_per_step=<median> min=<min> peak_rss_mib=<peak> steps=<N>".
+Prints "<family> ms_per_step=<median> min=<min> peak_rss_mib=<peak> cuda_peak_mib=<peak> steps=<N>".
 
 Run: OMP_NUM_THREADS=1 python3 bench/models/models_pytorch.py --family resnet18
 """
@@ -69,7 +69,9 @@ def main():
         ms.append((time.perf_counter() - start) * 1e3)
     ms.sort()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(f"{args.family} ms_per_step={ms[len(ms) // 2]:.3f} min={ms[0]:.3f} peak_rss_mib={peak:.1f} steps={args.steps}")
+    cuda_peak = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else 0.0
+    print(f"{args.family} ms_per_step={ms[len(ms) // 2]:.3f} min={ms[0]:.3f} peak_rss_mib={peak:.1f} "
+          f"cuda_peak_mib={cuda_peak:.1f} steps={args.steps}")
 
 
 if __name__ == "__main__":
