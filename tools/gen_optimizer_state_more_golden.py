@@ -2,7 +2,7 @@
 """Goldens for tests/io/test_optimizer_state_more.cpp: the optimizer states torch.save writes for
 torch.optim's Adagrad, Adamax, NAdam, RAdam, Rprop, ASGD, Adafactor, Muon and LBFGS (two
 LBFGS cases: a fixed step and the strong-Wolfe line search), each after a few steps on float64
-parameters, and the step that follows them.
+parameters (and NAdam and LBFGS on float32), and the step that follows them.
 
 For each case <name> it writes, into tests/io/golden/:
   optimizer_state_more_<name>.pt           torch.save(optimizer.state_dict())
@@ -56,7 +56,16 @@ CASES = {
     "lbfgs": (O.LBFGS, [(3, 4), (4,)], [([0, 1], {})], {"lr": 0.5, "max_iter": 4, "history_size": 3}, 2),
     "lbfgs_strong_wolfe": (O.LBFGS, [(3, 4), (4,)], [([0, 1], {})],
                            {"max_iter": 3, "history_size": 3, "line_search_fn": "strong_wolfe"}, 2),
+    # float32: the state tensors in the parameters' dtype, PyTorch's float32 step and mu_product
+    # beside them, LBFGS's H_diag and ro as float32 tensors where ember computes in double.
+    "nadam_float32": (O.NAdam, [(3, 4), (4,)], [([0, 1], {})], {"lr": 0.01, "weight_decay": 0.01}, 3, torch.float32),
+    "lbfgs_float32": (O.LBFGS, [(3, 4), (4,)], [([0, 1], {})], {"lr": 0.5, "max_iter": 4, "history_size": 3}, 2,
+                      torch.float32),
 }
+
+
+def dtype_of(name):
+    return CASES[name][5] if len(CASES[name]) > 5 else torch.float64
 
 
 def loss_of(params, targets):
@@ -70,7 +79,7 @@ def loss_of(params, targets):
 
 
 def make(name, params):
-    cls, _, groups, options, _ = CASES[name]
+    cls, _, groups, options = CASES[name][:4]
     return cls([dict(params=[params[i] for i in ids], **extra) for ids, extra in groups], **options)
 
 
@@ -89,9 +98,10 @@ def take_step(name, opt, params, grads, targets):
 
 
 def generate():
-    for index, (name, (cls, sizes, _, _, steps)) in enumerate(CASES.items()):
+    for index, (name, (cls, sizes, _, _, steps, *_)) in enumerate(CASES.items()):
         gen = torch.Generator().manual_seed(1234 + index)
-        draw = lambda s, scale=1.0: torch.randn(s, generator=gen, dtype=torch.float64) * scale  # noqa: E731
+        dtype = dtype_of(name)
+        draw = lambda s, scale=1.0: (torch.randn(s, generator=gen, dtype=torch.float64) * scale).to(dtype)  # noqa: E731
         params = [draw(s).requires_grad_() for s in sizes]
         targets = [draw(s, 0.5) for s in sizes]
         opt = make(name, params)

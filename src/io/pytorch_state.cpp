@@ -280,7 +280,7 @@ void check_group_is_for(const OptimizerLayout& layout, const Value& group, size_
   if (!exact.empty()) savers = exact;
   std::string which;
   for (size_t i = 0; i < savers.size(); ++i) which += (i == 0 ? "" : " or ") + savers[i];
-  fail(kWhere, ": this is not the state of a ", layout.name, ": param_groups[", g, "]",
+  fail(kWhere, ": this state is not ", layout.name, "'s: param_groups[", g, "]",
        missing.empty() ? "" : concat(" lacks ", quoted_list(missing)),
        !missing.empty() && !foreign.empty() ? " and" : "",
        foreign.empty() ? "" : concat(" has ", quoted_list(foreign), ", which ", layout.name, " does not have"),
@@ -367,6 +367,7 @@ void load_param_state(const OptimizerLayout* layout, const Value& entries, int64
   const std::string prefix = concat("state.", position, ".");
   const bool lbfgs = layout && layout->form == layouts::StateForm::LBFGS;
   std::vector<std::string> names;
+  std::map<std::string, size_t> list_sizes;  // LBFGS's history lists
   for (const auto& [key, value] : entries.dict_items()) {
     if (key.kind() != Value::Kind::String) fail(kWhere, ": state[", id, "] has the non-string key ", key.summary(40));
     const std::string& name = key.to_string();
@@ -382,6 +383,7 @@ void load_param_state(const OptimizerLayout* layout, const Value& entries, int64
     if (lbfgs && (name == "old_dirs" || name == "old_stps" || name == "ro")) {
       if (value.kind() != Value::Kind::List && value.kind() != Value::Kind::Tuple)
         fail(kWhere, ": ", what, " is a ", value.type_name(), ", not a list");
+      list_sizes[name] = value.size();
       for (size_t i = 0; i < value.size(); ++i) {
         const Value& item = value.items()[i];
         const std::string item_what = concat(what, "[", i, "]");
@@ -410,6 +412,11 @@ void load_param_state(const OptimizerLayout* layout, const Value& entries, int64
     if (!value.is_tensor()) fail(kWhere, ": ", what, " is a ", value.type_name(), ", not a tensor");
     tensors[prefix + name] = value.to_tensor();
   }
+  // The curvature pairs and their 1/(y.s) go together: the two-loop recursion reads all three.
+  if (!list_sizes.empty() &&
+      (list_sizes["old_dirs"] != list_sizes["old_stps"] || list_sizes["old_dirs"] != list_sizes["ro"]))
+    fail(kWhere, ": state[", id, "] holds ", list_sizes["old_dirs"], " 'old_dirs', ", list_sizes["old_stps"],
+         " 'old_stps' and ", list_sizes["ro"], " 'ro': LBFGS's history lists must be of one length");
   if (!layout || names.empty()) return;
   for (const std::string& needed : layout->required_state(param))
     if (std::find(names.begin(), names.end(), needed) == names.end())
