@@ -19,7 +19,9 @@ The other direction, ember's saved states in PyTorch, is checked by hand:
   EMBER_OPTIMIZER_STATE_MORE_OUT=/tmp/states build/tests/ember_tests --gtest_filter='OptimizerStateMore*'
   python tools/gen_optimizer_state_more_golden.py --check /tmp/states
 loads each file ember wrote (ember_<name>.pt) with torch.load(weights_only=True) into a fresh
-PyTorch optimizer, takes the next step and prints how far it lands from next.<i>.
+PyTorch optimizer, takes the next step and prints how far it lands from next.<i>; and the states
+ember's optimizers made from scratch (ember_own_<name>.pt), continued in PyTorch against ember's
+own next step.
 
 Run with the venv's python: ~/.cache/ember-bench/torch-venv/bin/python tools/gen_optimizer_state_more_golden.py
 """
@@ -140,6 +142,24 @@ def check(folder):
         err = max(float((p.detach() - data[f"next.{i}"]).abs().max()) for i, p in enumerate(params))
         worst = max(worst, err) if name != "muon" else worst
         print(f"{name:20s} loaded by torch.load + load_state_dict; next step off PyTorch's unbroken run by {err:.3g}")
+    print(f"largest difference (Muon aside): {worst:.3g}")
+    # States ember's optimizers made themselves (two steps from scratch, ember's default options
+    # for the rest): PyTorch continues them where ember's own next step went.
+    worst = 0.0
+    for name in CASES:
+        path = pathlib.Path(folder) / f"ember_own_{name}.pt"
+        if not path.exists():
+            continue
+        run = load_file(str(pathlib.Path(folder) / f"ember_own_{name}.safetensors"))
+        data = load_file(str(GOLDEN / f"optimizer_state_more_{name}.safetensors"))
+        n = len(CASES[name][1])
+        params = [run[f"param.{i}"].clone().requires_grad_() for i in range(n)]
+        opt = make(name, params)
+        opt.load_state_dict(torch.load(path, weights_only=True))
+        take_step(name, opt, params, [data[f"grad.{i}"] for i in range(n)], [data[f"target.{i}"] for i in range(n)])
+        err = max(float((p.detach() - run[f"next.{i}"]).abs().max()) for i, p in enumerate(params))
+        worst = max(worst, err) if name != "muon" else worst
+        print(f"{name:20s} ember's own state: PyTorch's next step off ember's by {err:.3g}")
     print(f"largest difference (Muon aside): {worst:.3g}")
 
 

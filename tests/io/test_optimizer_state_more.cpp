@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -304,7 +305,7 @@ TEST(OptimizerStateMore, EmbersOwnRunsSaveInPyTorchsLayout) {
     const Golden g = load_golden(c);
     std::vector<Tensor> params;
     auto opt = fresh(g, params);
-    for (int step = 0; step < 2; ++step) {
+    auto step = [&] {
       if (g.lbfgs()) {
         static_cast<optim::LBFGS&>(*opt).step([&] {
           opt->zero_grad();
@@ -316,8 +317,20 @@ TEST(OptimizerStateMore, EmbersOwnRunsSaveInPyTorchsLayout) {
         for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(g.at("grad", i).clone());
         opt->step();
       }
-    }
+    };
+    step();
+    step();
     const Value ours = io::torch_load_from_bytes(io::torch_save_to_bytes(io::optimizer_state(*opt)));
+    if (const char* out_dir = std::getenv("EMBER_OPTIMIZER_STATE_MORE_OUT")) {
+      // For the generator's --check: this state, the parameters, and where ember's next step takes them.
+      const fs::path dir(out_dir);
+      io::torch_save(dir / ("ember_own_" + std::string(c.name) + ".pt"), io::optimizer_state(*opt));
+      std::map<std::string, Tensor> run;
+      for (size_t i = 0; i < params.size(); ++i) run["param." + std::to_string(i)] = params[i].detach().clone();
+      step();
+      for (size_t i = 0; i < params.size(); ++i) run["next." + std::to_string(i)] = params[i].detach().clone();
+      io::save_safetensors(dir / ("ember_own_" + std::string(c.name) + ".safetensors"), run);
+    }
     expect_same_state(ours, g.state, /*structure_only=*/true);
     // The param_groups have PyTorch's keys in PyTorch's order, with PyTorch's kinds of value
     // where the options agree (None or a string, a tuple, a bool).
