@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/check.h"
@@ -172,7 +173,8 @@ Value::DictItems saved_lbfgs_state(const OptimizerLayout& layout, std::map<std::
 /// One parameter's state in PyTorch's order of insertion.
 Value::DictItems saved_state(const OptimizerLayout* layout, std::map<std::string, Tensor> entries,
                              const optim::Optimizer& optimizer) {
-  if (layout && layout->form == layouts::StateForm::LBFGS) return saved_lbfgs_state(*layout, entries, optimizer);
+  if (layout && layout->form == layouts::StateForm::LBFGS)
+    return saved_lbfgs_state(*layout, std::move(entries), optimizer);
   Value::DictItems out;
   if (layout) {
     for (const char* name : layout->state_names) {
