@@ -14,6 +14,7 @@
 #include "ember/models/dcgan.h"
 #include "models/model_pattern.h"
 #include "support/error_of.h"
+#include "support/gradcheck.h"
 
 namespace {
 
@@ -131,6 +132,38 @@ TEST(ModelsDCGAN, OneTrainingIterationMatchesTheExampleInFloat64) {
   expect_packed(netG->named_parameters(), "g.after", 1e-12, false);
   expect_packed(netD->named_buffers(), "d.buffers", 1e-12, false);
   expect_packed(netG->named_buffers(), "g.buffers", 1e-12, false);
+}
+
+TEST(ModelsDCGAN, Float32MatchesToItsPrecision) {
+  // The golden case's networks built in float64, filled, then converted: the same weights
+  // rounded once; outputs and the first losses as float32 computes them.
+  const auto& g = golden();
+  const models::DCGANOptions options{.nz = 4, .ngf = 2, .ndf = 2, .nc = 1};
+  auto netG = std::make_shared<models::DCGANGenerator>(options);
+  auto netD = std::make_shared<models::DCGANDiscriminator>(options);
+  netG->to(kFloat64);
+  netD->to(kFloat64);
+  fill_state(*netG);
+  fill_state(*netD);
+  netG->to(kFloat32);
+  netD->to(kFloat32);
+  const Tensor real = pattern({2, 1, 64, 64}, 1000, 0.0, 2.0).to(kFloat32);
+  const Tensor noise = pattern({2, 4, 1, 1}, 1001, 0.0, 2.0).to(kFloat32);
+  const Tensor d_real = (*netD)(real);
+  EXPECT_EQ(d_real.dtype(), kFloat32);
+  EXPECT_LT(relative_error(d_real, g.at("d_real")), 1e-5);
+  const Tensor fake = (*netG)(noise);
+  EXPECT_LT(relative_error(fake, g.at("fake")), 1e-5);
+  EXPECT_LT(relative_error((*netD)(fake), g.at("d_fake1")), 1e-5);
+}
+
+TEST(ModelsDCGAN, GeneratorGradcheck) {
+  // The generator's gradient with respect to z (train mode: batch statistics in every BatchNorm).
+  manual_seed(0);
+  auto netG = std::make_shared<models::DCGANGenerator>(models::DCGANOptions{.nz = 2, .ngf = 1, .nc = 1});
+  netG->to(kFloat64);
+  ember::test::gradcheck("Generator", [&](const std::vector<Tensor>& in) { return (*netG)(in[0]); },
+                         {randn({2, 2, 1, 1}, kFloat64)});
 }
 
 TEST(ModelsDCGAN, StateDictRoundTripsThroughLoadStateDict) {

@@ -80,6 +80,25 @@ TEST(ModelsVAE, MatchesTheExampleInFloat64WithTheNoiseGiven) {
   }
 }
 
+TEST(ModelsVAE, Float32MatchesToItsPrecision) {
+  const auto& g = golden();
+  auto model = golden_model();
+  model->to(kFloat32);
+  const Tensor x = g.at("x").to(kFloat32);
+  const auto [recon, mu, logvar] = model->forward(x, g.at("eps").to(kFloat32));
+  const Tensor loss = models::vae_loss(recon, x, mu, logvar);
+  EXPECT_EQ(loss.dtype(), kFloat32);
+  loss.backward();
+  EXPECT_LT(relative_error(recon, g.at("recon")), 1e-6);
+  EXPECT_LT(relative_error(mu, g.at("mu")), 1e-6);
+  EXPECT_LT(relative_error(loss, g.at("loss")), 1e-6);
+  const auto parameters = model->named_parameters();
+  const auto grads = ember_models_test::unpack(g.at("grads"), parameters);
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    EXPECT_LT(relative_error(parameters[i].second.grad(), grads[i]), 1e-5) << parameters[i].first;
+  }
+}
+
 TEST(ModelsVAE, RandnLikeDrawsPyTorchsNoiseAfterTheSameSeed) {
   const auto& g = golden();
   manual_seed(7);
