@@ -19,6 +19,8 @@ noise = pattern([2, 4, 1, 1], 1001, 0, 2); one iteration of the example's loop (
   d.after       D's parameters after its Adam step, packed()
   d_fake2       D(fake) with the stepped D     err_g       BCE(d_fake2, 1)
   g.grads       G's gradients at optimizerG.step(); g.after G's parameters after its step
+  d.grads_end   D's gradients at the end: errG's backward adds to them (the loop zeroes them
+                only at the next iteration)
   d.buffers, g.buffers   every buffer at the end (three forwards of D, one of G), packed()
   init.G.<param>, init.D.<param>: init_summary of Generator then Discriminator (nz 8, ngf 4,
                 ndf 4, nc 3) built after one manual_seed(0), weights_init applied, float32
@@ -127,6 +129,7 @@ def gan_iteration(netG, netD, optimizerG, optimizerD, criterion, real, noise, re
         record("d_fake2", output)
         record("err_g", errG)
         record("g.grads", [p.grad for p in netG.parameters()])
+        record("d.grads_end", [p.grad for p in netD.parameters()])
     optimizerG.step()
     if record:
         record("g.after", list(netG.parameters()))

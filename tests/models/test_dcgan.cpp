@@ -128,6 +128,7 @@ TEST(ModelsDCGAN, OneTrainingIterationMatchesTheExampleInFloat64) {
   EXPECT_LT(relative_error(output, g.at("d_fake2")), 1e-12);
   EXPECT_LT(relative_error(errG, g.at("err_g")), 1e-12);
   expect_packed(netG->named_parameters(), "g.grads", 1e-10, true);
+  expect_packed(netD->named_parameters(), "d.grads_end", 1e-10, true);  // errG's part added
   optimizerG.step();
   expect_packed(netG->named_parameters(), "g.after", 1e-12, false);
   expect_packed(netD->named_buffers(), "d.buffers", 1e-12, false);
