@@ -3,7 +3,7 @@
 // random position and radius on a dark field, in [-1, 1] as the example normalises its data. Each
 // iteration updates D on real (label 1) and G(z).detach() (label 0), then G through D (label 1),
 // with Adam(lr 2e-4, betas (0.5, 0.999)) and BCELoss. The networks are narrower than the
-// example's (ngf = ndf = 16, nz = 32, so that it runs in seconds on a CPU); the discriminator's
+// example's (ngf = ndf = 8, nz = 32, so that it runs in seconds on a CPU); the discriminator's
 // loss falls as it learns to tell the discs from the generator's first pictures.
 //   usage: train_dcgan [STEPS]   (default 200)
 #include <ember/ember.h>
@@ -35,7 +35,7 @@ int main(int argc, char** argv) try {
   const Device device = best_device();
   manual_seed(0);
 
-  const models::DCGANOptions options{.nz = 32, .ngf = 16, .ndf = 16, .nc = 1};
+  const models::DCGANOptions options{.nz = 32, .ngf = 8, .ndf = 8, .nc = 1};
   auto netG = std::make_shared<models::DCGANGenerator>(options);
   auto netD = std::make_shared<models::DCGANDiscriminator>(options);
   netG->to(device);
