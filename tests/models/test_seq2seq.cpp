@@ -111,6 +111,23 @@ TEST(ModelsSeq2Seq, MatchesTheTutorialInFloat64) {
   }
 }
 
+TEST(ModelsSeq2Seq, MatchesTheTutorialInFloat32ToItsPrecision) {
+  const auto& g = golden();
+  auto model = std::make_shared<models::Seq2Seq>(kSmall);
+  fill_state(*model);  // the float64 pattern, rounded to float32
+  // The argmax decisions of the mixed case have margins above 5e-4, far above float32's error.
+  const Tensor outputs = model->forward(g.at("src"), g.at("src_len"), g.at("trg"), {true, false, false, true, false});
+  EXPECT_EQ(outputs.dtype(), kFloat32);
+  const Tensor loss = tutorial_loss(outputs, g.at("trg"));
+  loss.backward();
+  EXPECT_LT(relative_error(outputs, g.at("mixed.out")), 1e-5);
+  EXPECT_LT(relative_error(loss, g.at("mixed.loss")), 1e-5);
+  const auto parameters = model->named_parameters();
+  const auto grads = ember_models_test::unpack(g.at("mixed.grads"), parameters);
+  for (size_t i = 0; i < parameters.size(); ++i)
+    EXPECT_LT(relative_error(parameters[i].second.grad(), grads[i]), 1e-4) << parameters[i].first;
+}
+
 TEST(ModelsSeq2Seq, TeacherForcingRatioIsDeterministic) {
   const auto& g = golden();
   const Tensor src = g.at("src"), src_len = g.at("src_len"), trg = g.at("trg");

@@ -95,6 +95,22 @@ TEST(ModelsTextCNN, MatchesTheTutorialInFloat64) {
   }
 }
 
+TEST(ModelsTextCNN, MatchesTheTutorialInFloat32ToItsPrecision) {
+  const auto& g = golden();
+  auto model = std::make_shared<models::TextCNN>(kSmall);
+  fill_state(*model);  // the float64 pattern, rounded to float32
+  const Tensor out = model->forward(g.at("ids"));
+  EXPECT_EQ(out.dtype(), kFloat32);
+  const Tensor loss = nn::functional::binary_cross_entropy_with_logits(out.squeeze(1), g.at("label").to(kFloat32));
+  loss.backward();
+  EXPECT_LT(relative_error(out, g.at("out")), 1e-5);
+  EXPECT_LT(relative_error(loss, g.at("loss")), 1e-5);
+  const auto parameters = model->named_parameters();
+  const auto grads = ember_models_test::unpack(g.at("grads"), parameters);
+  for (size_t i = 0; i < parameters.size(); ++i)
+    EXPECT_LT(relative_error(parameters[i].second.grad(), grads[i]), 1e-4) << parameters[i].first;
+}
+
 TEST(ModelsTextCNN, InitialDrawsAreTheTutorialsFromTheSameSeed) {
   manual_seed(0);
   models::TextCNNOptions options = kSmall;
