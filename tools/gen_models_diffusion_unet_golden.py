@@ -22,7 +22,9 @@ models_diffusion_unet_golden.safetensors:
   metadata "keys.small" (key:shape of SMALL), "keys.default" (keys only, UNet2DModel()'s default
            configuration), "keys.four_levels" (key:shape, default block types with
            block_out_channels (8, 16, 24, 32), norm_num_groups 8)
-           "error.*"  diffusers' messages for a wrong configuration
+           "error.*"  diffusers' messages for a wrong configuration, and SMALL's for a sample of 4
+                      channels (error.sample_channels), of 15x15 (error.sample_size), and a batch of 3 with 2
+                      timesteps (error.batch)
 
 Run: ~/.cache/ember-bench/torch-venv/bin/python tools/gen_models_diffusion_unet_golden.py
 """
@@ -95,6 +97,19 @@ def main():
     meta["error.channels"] = message(**dict(SMALL, block_out_channels=(4, 8, 8)))
     meta["error.unknown"] = message(**dict(SMALL, down_block_types=("DownBlock2D", "NoSuchBlock2D")))
     meta["error.unknown_up"] = message(**dict(SMALL, up_block_types=("NoSuchBlock2D", "UpBlock2D")))
+
+    def forward_message(sample, timesteps):
+        try:
+            with torch.no_grad():
+                model(sample, timesteps)
+        except RuntimeError as e:
+            return str(e)
+        return "no error"
+
+    # A sample with the wrong channels; one whose size the levels cannot halve evenly.
+    meta["error.sample_channels"] = forward_message(torch.zeros(2, 4, 16, 16, dtype=torch.float64), timesteps)
+    meta["error.sample_size"] = forward_message(torch.zeros(2, 3, 15, 15, dtype=torch.float64), timesteps)
+    meta["error.batch"] = forward_message(torch.zeros(3, 3, 16, 16, dtype=torch.float64), timesteps)
 
     os.makedirs(common.OUT, exist_ok=True)
     path = os.path.join(common.OUT, "models_diffusion_unet_golden.safetensors")

@@ -172,9 +172,13 @@ TEST(ModelsDiffusionUNet, DiffusersMessagesAndUnsupportedBlocks) {
             "activation function tanh not found in ACT2FN mapping ['swish', 'silu', 'mish', 'gelu', 'relu']");
   EXPECT_EQ(with([](auto& c) { c.num_class_embeds = 10; }),
             "UNet2DModel: class embeddings (class_embed_type, num_class_embeds) are not supported by ember");
-  // A batch of 3 samples with 2 timesteps: broadcasting's message.
-  models::UNet2DModel model(small_config());
-  EXPECT_NE(error_of([&] { model.forward(zeros({3, 3, 16, 16}), tensor(std::vector<int64_t>{1, 2})); }), "no error");
+  // Wrong samples: diffusers' messages (from the convolution, cat and the timesteps' broadcast).
+  auto model = golden_model(small_config());
+  const Tensor timesteps = tensor(std::vector<int64_t>{3, 250});
+  const TensorOptions f64 = TensorOptions().dtype(kFloat64);
+  EXPECT_EQ(error_of([&] { model->forward(zeros({2, 4, 16, 16}, f64), timesteps); }), meta.at("error.sample_channels"));
+  EXPECT_EQ(error_of([&] { model->forward(zeros({2, 3, 15, 15}, f64), timesteps); }), meta.at("error.sample_size"));
+  EXPECT_EQ(error_of([&] { model->forward(zeros({3, 3, 16, 16}, f64), timesteps); }), meta.at("error.batch"));
 }
 
 TEST(ModelsDiffusionUNet, AdamwStepsLowerTheNoisePredictionLoss) {
