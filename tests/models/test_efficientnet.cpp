@@ -1,0 +1,272 @@
+// ember::models::EfficientNet against torchvision's efficientnet_b0 (tools/gen_models_efficientnet_golden.py
+// runs torchvision itself): state_dict keys, order and shapes of the default model and of scaled
+// stage tables; the real-width B0 with 10 classes matched in float64 to 1e-10 in train mode
+// (stochastic_depth_prob 0, dropout 0) and eval mode (the defaults, calibrated running
+// statistics): logits, loss, the input's and every parameter's gradient (as summaries: sum, sum
+// of |g| and 16 spread entries); torchvision's initialisation from the same seed; StochasticDepth
+// (eval identity, rows dropped with probability p and survivors scaled by 1/(1-p), p = 0 and 1,
+// its gradient, torchvision's messages); a few Adam steps that lower the loss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "ember/ember.h"
+#include "ember/io/safetensors.h"
+#include "ember/models/efficientnet.h"
+#include "models/model_pattern.h"
+#include "support/error_of.h"
+#include "support/gradcheck.h"
+
+namespace {
+
+using namespace ember;
+using ember_models_test::fill_state;
+using ember_models_test::keys_and_shapes;
+using ember_models_test::pattern;
+using ember_models_test::relative_error;
+using ember_models_test::split;
+using ember_test::error_of;
+namespace F = ember::nn::functional;
+
+const io::SafetensorsData& golden() {
+  static const io::SafetensorsData data =
+      io::load_safetensors(EMBER_SOURCE_DIR "/tests/models/golden/models_efficientnet_golden.safetensors");
+  return data;
+}
+
+std::vector<std::string> reference_keys(const std::string& name) {
+  return split(golden().metadata.at("keys." + name), ';');
+}
+
+constexpr int64_t kSamples = 16;
+
+/// Compares `actual` with its summary in `packed` at `offset` (advanced past it), as the script's
+/// summary() makes it: [sum, sum |t|, up to 16 entries every max(1, n / 16)]: the sum and the sum of
+/// magnitudes to 1e-10 of that sum, the sampled entries to 1e-10 of their largest. Gradients that
+/// are zero in exact arithmetic (the bias of a BatchNorm whose every consumer is a convolution
+/// followed by a train-mode BatchNorm) come out as rounding noise near 1e-15 on both sides: the
+/// scales are at least 1e-3 (1e-13 absolute; the losses are about 1, other gradients up to 1e5).
+void expect_summary(const Tensor& actual, const Tensor& packed, int64_t& offset, const std::string& what) {
+  constexpr double tolerance = 1e-10, floor = 1e-3;
+  const Tensor flat = actual.detach().reshape({-1}).to(kFloat64);
+  const int64_t n = flat.numel(), length = 2 + std::min(n, kSamples);
+  ASSERT_LE(offset + length, packed.numel()) << what;
+  const Tensor expected = packed.narrow(0, offset, length);
+  offset += length;
+  const double magnitude = std::max(expected[1].item<double>(), floor);
+  EXPECT_LE(std::abs(flat.sum().item<double>() - expected[0].item<double>()), tolerance * magnitude) << what;
+  EXPECT_LE(std::abs(flat.abs().sum().item<double>() - expected[1].item<double>()), tolerance * magnitude) << what;
+  const int64_t step = std::max<int64_t>(1, n / kSamples);
+  const Tensor samples = flat.slice(0, 0, std::min(n, step * kSamples), step);
+  const Tensor expected_samples = expected.narrow(0, 2, length - 2);
+  ASSERT_EQ(samples.numel(), expected_samples.numel()) << what;
+  const double scale = std::max(expected_samples.abs().max().item<double>(), floor);
+  EXPECT_LE((samples - expected_samples).abs().max().item<double>(), tolerance * scale) << what;
+}
+
+void expect_summaries(const std::vector<std::pair<std::string, Tensor>>& items, const Tensor& packed, bool grads) {
+  int64_t offset = 0;
+  for (const auto& [key, value] : items) {
+    const Tensor actual = grads ? value.grad() : value;
+    ASSERT_TRUE(actual.defined()) << key;
+    expect_summary(actual, packed, offset, key);
+  }
+  EXPECT_EQ(offset, packed.numel());
+}
+
+TEST(ModelsEfficientNet, StateDictKeysOrderAndShapesAreTorchvisions) {
+  EXPECT_EQ(keys_and_shapes(models::efficientnet_b0()->state_dict()), reference_keys("default"));
+  EXPECT_EQ(keys_and_shapes(
+                models::EfficientNet(models::efficientnet_b_setting(1.2, 1.4), {.num_classes = 10, .dropout = 0.3})
+                    .state_dict()),
+            reference_keys("b3_table"));
+  EXPECT_EQ(keys_and_shapes(
+                models::EfficientNet(models::efficientnet_b_setting(0.25, 0.5), {.num_classes = 10}, 64).state_dict()),
+            reference_keys("small"));
+}
+
+TEST(ModelsEfficientNet, B0MatchesTorchvisionInFloat64) {
+  const auto& g = golden();
+  auto model = models::efficientnet_b0({.num_classes = 10, .dropout = 0.0, .stochastic_depth_prob = 0.0});
+  model->to(kFloat64);
+  fill_state(*model);
+  const Tensor x = pattern({2, 3, 64, 64}, 1000, 0.0, 4.0);
+  const Tensor target = g.at("target");
+
+  model->train();
+  const Tensor input = x.clone().requires_grad_(true);
+  Tensor out = (*model)(input);
+  Tensor loss = F::cross_entropy(out, target);
+  loss.backward();
+  EXPECT_LT(relative_error(out, g.at("train.out")), 1e-10);
+  EXPECT_LT(relative_error(loss, g.at("train.loss")), 1e-12);
+  int64_t offset = 0;
+  expect_summary(input.grad(), g.at("train.gx"), offset, "input");
+  expect_summaries(model->named_parameters(), g.at("train.grads"), true);
+  expect_summaries(model->named_buffers(), g.at("train.after"), false);
+
+  // Eval mode: the defaults (dropout and stochastic depth 0.2, both inactive), the state after
+  // the script's calibrate_running_stats on 4 other images (a cumulative average of one batch).
+  {
+    NoGradGuard no_grad;
+    for (const auto& module : model->modules()) {
+      if (auto bn = std::dynamic_pointer_cast<nn::BatchNorm2d>(module)) {
+        bn->reset_running_stats();
+        bn->momentum = std::nullopt;
+      }
+    }
+    (*model)(pattern({4, 3, 64, 64}, 2000, 0.0, 4.0));
+  }
+  auto evaluated = models::efficientnet_b0({.num_classes = 10});
+  evaluated->to(kFloat64);
+  EXPECT_EQ(evaluated->load_state_dict(model->state_dict()).to_string(), "<All keys matched successfully>");
+  evaluated->eval();
+  out = (*evaluated)(x);
+  loss = F::cross_entropy(out, target);
+  loss.backward();
+  EXPECT_LT(relative_error(out, g.at("eval.out")), 1e-10);
+  EXPECT_LT(relative_error(loss, g.at("eval.loss")), 1e-12);
+  expect_summaries(evaluated->named_parameters(), g.at("eval.grads"), true);
+  EXPECT_GT(evaluated->named_parameters().size(), 200u);
+}
+
+TEST(ModelsEfficientNet, InitialDrawsAreTorchvisionsFromTheSameSeed) {
+  manual_seed(0);
+  ember_models_test::expect_init_summary(
+      models::EfficientNet(models::efficientnet_b_setting(0.25, 0.5), {.num_classes = 10}), golden(), "init");
+}
+
+TEST(ModelsEfficientNet, StructureAndInitialisationAreTorchvisions) {
+  manual_seed(0);
+  auto model = models::efficientnet_b0({.num_classes = 10});
+  EXPECT_EQ(model->name(), "EfficientNet");
+  EXPECT_EQ(model->features->size(), 9u);
+  // Stochastic depth grows linearly with the block index: 0.2 * i / 16.
+  std::vector<std::string> probabilities;
+  for (const auto& module : model->modules()) {
+    if (auto block = std::dynamic_pointer_cast<models::MBConv>(module)) {
+      EXPECT_EQ(block->stochastic_depth->mode, "row");
+      probabilities.push_back(detail::python_float(block->stochastic_depth->p));
+    }
+  }
+  EXPECT_EQ(probabilities, split(golden().metadata.at("sd_probs"), ';'));
+  auto first = std::dynamic_pointer_cast<models::MBConv>(model->get_submodule("features.1.0"));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->name(), "MBConv");
+  EXPECT_FALSE(first->use_res_connect);  // 32 → 16 channels
+  EXPECT_TRUE(std::dynamic_pointer_cast<models::MBConv>(model->get_submodule("features.2.1"))->use_res_connect);
+  EXPECT_EQ(model->get_submodule("features.1.0.block.1")->name(), "SqueezeExcitation");
+  EXPECT_EQ(model->get_submodule("features.1.0.block.1.activation")->name(), "SiLU");
+  EXPECT_EQ(model->get_submodule("features.1.0.block.1.scale_activation")->name(), "Sigmoid");
+  EXPECT_EQ(model->get_submodule("features.1.0.stochastic_depth")->name(), "StochasticDepth");
+  const auto depthwise = std::dynamic_pointer_cast<nn::Conv2d>(model->get_submodule("features.3.0.block.1.0"));
+  ASSERT_TRUE(depthwise);
+  EXPECT_EQ(depthwise->groups, depthwise->in_channels);
+  EXPECT_EQ(depthwise->kernel_size[0], 5);
+  EXPECT_EQ(depthwise->padding[0], 2);
+  // Linear: uniform(±1/sqrt(out_features)); SE biases zero; BatchNorm ones and zeros.
+  const Tensor fc = model->get_parameter("classifier.1.weight");
+  EXPECT_LE(fc.abs().max().item<double>(), 1.0 / std::sqrt(10.0));
+  EXPECT_GT(fc.abs().max().item<double>(), 0.9 / std::sqrt(10.0));
+  EXPECT_EQ(model->get_parameter("features.2.0.block.2.fc1.bias").abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(model->get_parameter("features.8.1.weight").sum().item<double>(), 1280.0);
+  const Tensor w = model->get_parameter("features.8.0.weight");  // [1280, 320, 1, 1]
+  EXPECT_NEAR(w.std().item<double>(), std::sqrt(2.0 / 1280.0), 0.02 * std::sqrt(2.0 / 1280.0));
+  EXPECT_EQ(models::MBConvConfig::adjust_depth(3, 1.1), 4);
+  EXPECT_EQ(models::MBConvConfig::adjust_channels(40, 0.25), 16);
+}
+
+TEST(ModelsEfficientNet, TorchvisionsMessages) {
+  const auto& meta = golden().metadata;
+  EXPECT_EQ(error_of([] { models::EfficientNet({}, {}); }), meta.at("msg.empty_setting"));
+  EXPECT_EQ(error_of([] { models::MBConv(models::MBConvConfig(6, 3, 3, 16, 24, 1), 0.0, {}); }), meta.at("msg.stride"));
+  auto model = models::EfficientNet(models::efficientnet_b_setting(0.25, 0.5), {.num_classes = 3});
+  EXPECT_EQ(error_of([&] {
+              model(randn({2, 1, 32, 32}));
+            }),
+            "Given groups=1, weight of size [8, 3, 3, 3], expected input[2, 1, 32, 32] to have 3 channels, but got "
+            "1 channels instead");
+}
+
+TEST(ModelsEfficientNet, StochasticDepthDropsRowsAndScalesTheRest) {
+  manual_seed(0);
+  const Tensor x = ones({4000, 3, 2});
+  models::StochasticDepth layer(0.25, "row");
+  EXPECT_EQ(layer.name(), "StochasticDepth");
+  layer.eval();
+  EXPECT_EQ((layer(x) - x).abs().max().item<double>(), 0.0);  // identity in eval mode
+  layer.train();
+  const Tensor y = layer(x);
+  // Each row is all zeros or all 1 / (1 - p); about p of them are zeros.
+  const Tensor row_min = y.amin({1, 2}), row_max = y.amax({1, 2});
+  EXPECT_EQ((row_max - row_min).abs().max().item<double>(), 0.0);
+  const Tensor kept = row_max > 0.0;
+  EXPECT_EQ((row_max - kept.to(kFloat32) / 0.75).abs().max().item<double>(), 0.0);
+  const double dropped = 1.0 - kept.to(kFloat64).mean().item<double>();
+  EXPECT_NEAR(dropped, 0.25, 0.03);  // 4000 rows: the standard deviation is 0.007
+  // "batch": one draw for the whole input.
+  int64_t all_dropped = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Tensor z = models::stochastic_depth(ones({3, 4}), 0.5, "batch");
+    const double lo = z.min().item<double>(), hi = z.max().item<double>();
+    EXPECT_EQ(lo, hi);
+    EXPECT_TRUE(hi == 0.0 || hi == 2.0) << hi;
+    all_dropped += hi == 0.0;
+  }
+  EXPECT_GT(all_dropped, 60);
+  EXPECT_LT(all_dropped, 140);
+}
+
+TEST(ModelsEfficientNet, StochasticDepthEdgeCasesAndGradient) {
+  const Tensor x = randn({5, 3, 2, 2});
+  // p = 0 returns the input itself; p = 1 drops every row (no division by 1 - p = 0).
+  EXPECT_TRUE(models::stochastic_depth(x, 0.0, "row").is_same(x));
+  EXPECT_EQ(models::stochastic_depth(x, 1.0, "row").abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(models::stochastic_depth(x, 1.0, "batch").abs().sum().item<double>(), 0.0);
+  EXPECT_TRUE(models::stochastic_depth(x, 0.7, "row", false).is_same(x));
+  // The gradient is the mask: zero on dropped rows, 1 / (1 - p) on kept ones.
+  manual_seed(3);
+  const Tensor input = ones({64, 2}, TensorOptions().dtype(kFloat64)).requires_grad_(true);
+  const Tensor y = models::stochastic_depth(input * 3.0, 0.5, "row");
+  y.sum().backward();
+  EXPECT_EQ((input.grad() - y.detach()).abs().max().item<double>(), 0.0);  // d(3 x mask)/dx at x = 1
+  ember::test::gradcheck("stochastic_depth",
+                         [](const std::vector<Tensor>& in) {
+                           manual_seed(11);  // the same rows on every evaluation
+                           return models::stochastic_depth(in[0], 0.4, "row");
+                         },
+                         {randn({6, 3}, TensorOptions().dtype(kFloat64))});
+  const auto& meta = golden().metadata;
+  const Tensor small = ones({4, 3});
+  EXPECT_EQ(error_of([&] { models::stochastic_depth(small, 1.5, "row"); }), meta.at("msg.p_high"));
+  EXPECT_EQ(error_of([&] { models::stochastic_depth(small, -0.1, "row"); }), meta.at("msg.p_low"));
+  EXPECT_EQ(error_of([&] { models::stochastic_depth(small, 2.0, "batch", false); }), meta.at("msg.p_two"));
+  EXPECT_EQ(error_of([&] { models::stochastic_depth(small, 0.5, "column"); }), meta.at("msg.mode"));
+  models::StochasticDepth bad(0.5, "column");  // checked when it runs, as torchvision's
+  EXPECT_EQ(error_of([&] { bad(small); }), meta.at("msg.mode"));
+}
+
+TEST(ModelsEfficientNet, AdamStepsLowerTheLoss) {
+  manual_seed(0);
+  auto model = models::EfficientNet(models::efficientnet_b_setting(0.25, 0.5), {.num_classes = 4});
+  const Tensor x = randn({8, 3, 32, 32});
+  const Tensor y = tensor(std::vector<int64_t>{0, 1, 2, 3, 0, 1, 2, 3});
+  // SGD at lr 0.05 with momentum is erratic on 8 images here (BatchNorm over 8 values per
+  // channel at the 1x1 last stage); Adam lowers the loss well in PyTorch for every seed tried.
+  optim::Adam optimizer(model.parameters(), {.lr = 1e-3});
+  double first = 0.0, last = 0.0;
+  for (int step = 0; step < 8; ++step) {
+    const Tensor loss = F::cross_entropy(model(x), y);
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+  }
+  EXPECT_LT(last, 0.5 * first);
+}
+
+}  // namespace
