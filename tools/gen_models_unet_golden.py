@@ -22,7 +22,8 @@ pattern((2, 3, 17, 19), 1000, 0, 4) (odd sizes: the decoder pads its upsampled m
   up.<bilinear|transposed>.out, .gx1, .gx2, .grads   one Up(8, 4) alone (train mode) on
                                   x1 [2, 8 (bilinear: 4), 3, 3] and a skip x2 [2, 4, 9, 8] (the pad splits 3 as
                                   1 + 2 and 2 as 1 + 1); loss sum(out * w), w = pattern(out, 77, 0, 2)
-  init.<bilinear|transposed>.<param>   init_summary after manual_seed(0), base_channels 4, float32
+  init.<bilinear|transposed>      per parameter (named_parameters order) its sum and first four
+                                  values after manual_seed(0), base_channels 4, float32
   metadata "keys.<c>"             key:shape list of UNet(3, 2, bilinear) at full size
            "keys.<c>_base8"       the same with base_channels 8
            "error.channels", "error.small"   the messages for 4 channels into UNet(3, 2,
@@ -177,11 +178,21 @@ def up_case(name, bilinear, out):
     out[f"up.{name}.grads"] = common.packed(p.grad for _, p in up.named_parameters())
 
 
+def packed_init_summary(model):
+    """common.init_summary in one tensor: per parameter in named_parameters order its sum (in
+    float64) and first four values."""
+    parts = []
+    for _, p in model.named_parameters():
+        flat = p.detach().reshape(-1)
+        parts.append(torch.cat([flat.double().sum().reshape(1), flat[:4].double()]))
+    return torch.cat(parts)
+
+
 def main():
     out, meta = {}, {}
     for name, bilinear in (("transposed", False), ("bilinear", True)):
         torch.manual_seed(0)
-        common.init_summary(UNet(3, 2, bilinear=bilinear, base_channels=4), f"init.{name}", out)
+        out[f"init.{name}"] = packed_init_summary(UNet(3, 2, bilinear=bilinear, base_channels=4))
         unet_case(name, bilinear, out, meta)
         up_case(name, bilinear, out)
         meta[f"keys.{name}"] = common.key_list(UNet(3, 2, bilinear=bilinear))

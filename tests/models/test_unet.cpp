@@ -7,6 +7,8 @@
 // messages; a few RMSprop steps that lower the loss.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -144,9 +146,24 @@ TEST(ModelsUNet, UpPadsTheUpsampledMapToTheSkipsSize) {
 
 TEST(ModelsUNet, InitialDrawsAreTheReferencesFromTheSameSeed) {
   for (const bool bilinear : {false, true}) {
+    SCOPED_TRACE(bilinear ? "bilinear" : "transposed");
     manual_seed(0);
-    ember_models_test::expect_init_summary(models::UNet(3, 2, {.bilinear = bilinear, .base_channels = 4}), golden(),
-                                           std::string("init.") + (bilinear ? "bilinear" : "transposed"));
+    models::UNet model(3, 2, {.bilinear = bilinear, .base_channels = 4});
+    // Per parameter: its sum, then its first four values (float32's rounding apart).
+    const Tensor expected = golden().at(std::string("init.") + (bilinear ? "bilinear" : "transposed"));
+    int64_t offset = 0;
+    for (const auto& [key, p] : model.named_parameters()) {
+      const Tensor flat = p.detach().reshape({-1}).to(kFloat64);
+      const double magnitude = flat.abs().sum().item<double>();
+      EXPECT_NEAR(flat.sum().item<double>(), expected[offset].item<double>(), 1e-7 * (magnitude + 1.0)) << key;
+      const int64_t shown = std::min<int64_t>(4, flat.numel());
+      for (int64_t i = 0; i < shown; ++i) {
+        const double want = expected[offset + 1 + i].item<double>();
+        EXPECT_NEAR(flat[i].item<double>(), want, 2e-7 * std::abs(want)) << key << "[" << i << "]";
+      }
+      offset += 1 + shown;
+    }
+    EXPECT_EQ(offset, expected.numel());
   }
 }
 
