@@ -15,6 +15,7 @@
 #include "ember/models/diffusion_unet.h"
 #include "models/model_pattern.h"
 #include "support/error_of.h"
+#include "support/gradcheck.h"
 
 namespace {
 
@@ -121,6 +122,31 @@ TEST(ModelsDiffusionUNet, OtherOptionsMatchDiffusers) {
   NoGradGuard no_grad;
   const Tensor out = model->forward(pattern({2, 3, 16, 16}, 1000, 0.0, 4.0), tensor(std::vector<int64_t>{3, 250}));
   EXPECT_LT(relative_error(out, golden().at("variant.out")), 1e-10);
+}
+
+TEST(ModelsDiffusionUNet, Float32MatchesTheFloat64ReferenceToItsPrecision) {
+  auto model = golden_model(small_config());
+  model->to(kFloat32);
+  NoGradGuard no_grad;
+  const Tensor out =
+      model->forward(pattern({2, 3, 16, 16}, 1000, 0.0, 4.0).to(kFloat32), tensor(std::vector<int64_t>{3, 250}));
+  EXPECT_EQ(out.dtype(), kFloat32);
+  EXPECT_LT(relative_error(out, golden().at("out")), 2e-5);
+}
+
+TEST(ModelsDiffusionUNet, BlocksGradcheck) {
+  using namespace models::diffusers;
+  auto attention = std::make_shared<Attention>(4, 2, 2, 1.0, 1e-5, 2);
+  auto resnet = std::make_shared<ResnetBlock2D>(4, 6, 5, 1e-5, 2, 0.0, "silu", 1.0);
+  for (const std::shared_ptr<nn::Module>& m :
+       {std::static_pointer_cast<nn::Module>(attention), std::static_pointer_cast<nn::Module>(resnet)}) {
+    m->to(kFloat64);
+    fill_state(*m);
+  }
+  ember::test::gradcheck("Attention", [&](const std::vector<Tensor>& in) { return (*attention)(in[0]); },
+                         {pattern({2, 4, 3, 3}, 5, 0.0, 2.0)});
+  ember::test::gradcheck("ResnetBlock2D", [&](const std::vector<Tensor>& in) { return resnet->forward(in[0], in[1]); },
+                         {pattern({2, 4, 3, 3}, 6, 0.0, 2.0), pattern({2, 5}, 7, 0.0, 2.0)});
 }
 
 TEST(ModelsDiffusionUNet, InitialDrawsAreDiffusersFromTheSameSeed) {

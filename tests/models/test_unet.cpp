@@ -17,6 +17,7 @@
 #include "ember/models/unet.h"
 #include "models/model_pattern.h"
 #include "support/error_of.h"
+#include "support/gradcheck.h"
 
 namespace {
 
@@ -141,6 +142,35 @@ TEST(ModelsUNet, UpPadsTheUpsampledMapToTheSkipsSize) {
     EXPECT_LT(relative_error(x1.grad(), golden().at(name + ".gx1")), 1e-10);
     EXPECT_LT(relative_error(x2.grad(), golden().at(name + ".gx2")), 1e-10);
     expect_grads(up, golden().at(name + ".grads"));
+  }
+}
+
+TEST(ModelsUNet, Float32MatchesTheFloat64ReferenceToItsPrecision) {
+  // The bilinear case's weights rounded to float32, eval mode (running statistics as the
+  // script's calibrate_running_stats leaves them): the float64 reference's logits.
+  models::UNet model(3, 2, {.bilinear = true, .base_channels = 1});
+  model.to(kFloat64);
+  fill_state(model);
+  const Tensor x = pattern({2, 3, 17, 19}, 1000, 0.0, 4.0);
+  calibrate_running_stats(model, x);
+  model.to(kFloat32);
+  model.eval();
+  NoGradGuard no_grad;
+  const Tensor out = model(x.to(kFloat32));
+  EXPECT_EQ(out.dtype(), kFloat32);
+  EXPECT_LT(relative_error(out, golden().at("bilinear.eval.out")), 2e-5);
+}
+
+TEST(ModelsUNet, UpGradcheck) {
+  // Finite differences through the pad and the concatenation (eval mode: fixed statistics).
+  for (const bool bilinear : {false, true}) {
+    auto up = std::make_shared<models::unet_parts::Up>(4, 2, bilinear);
+    up->to(kFloat64);
+    fill_state(*up);
+    up->eval();
+    ember::test::gradcheck(bilinear ? "Up(bilinear)" : "Up(transposed)",
+                           [&](const std::vector<Tensor>& in) { return up->forward(in[0], in[1]); },
+                           {pattern({1, bilinear ? 2 : 4, 2, 3}, 5, 0.0, 2.0), pattern({1, 2, 5, 7}, 6, 0.0, 2.0)});
   }
 }
 
