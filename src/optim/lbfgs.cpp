@@ -298,6 +298,12 @@ Tensor LBFGS::step(const Closure& closure) {
   std::deque<Tensor> old_dirs = read_list(state, "old_dirs"), old_stps = read_list(state, "old_stps");
   std::deque<double> ro;
   for (const Tensor& r : read_list(state, "ro")) ro.push_back(r.item<double>());
+  // A state loaded from elsewhere (a flat state_dict) could pair histories of different lengths,
+  // which the two-loop recursion below would read past.
+  EMBER_CHECK(old_dirs.size() == old_stps.size() && old_dirs.size() == ro.size() && old_dirs.size() <= history_size,
+              "LBFGS: the state's histories differ in length (old_dirs ", old_dirs.size(), ", old_stps ",
+              old_stps.size(), ", ro ", ro.size(), ", history_size ", history_size,
+              "); load a state this optimizer saved");
   std::vector<double> al(history_size);
 
   int64_t n_iter = 0;
