@@ -28,7 +28,9 @@ RMSNorm::RMSNorm(int64_t dim, double eps_) : eps(eps_) { weight = register_param
 
 Tensor RMSNorm::forward(const Tensor& x) {
   const Tensor xf = x.to(compute_dtype(x.dtype()));
-  const Tensor normed = xf * rsqrt(xf.pow(2).mean({-1}, /*keepdim=*/true) + eps);
+  // xf * xf, as PyTorch computes pow(2): ember's square() and pow(x, 2) call powf per element,
+  // forward and backward (12% of a training step).
+  const Tensor normed = xf * rsqrt((xf * xf).mean({-1}, /*keepdim=*/true) + eps);
   return normed.to(x.dtype()) * weight;
 }
 
