@@ -157,6 +157,9 @@ TEST(ModelsLlama, GreedyGenerate) {
   NoGradGuard no_grad;
   const Tensor logits = model(out.narrow(1, 0, 8));
   EXPECT_EQ(relative_error(argmax(logits.narrow(1, 4, 4), -1), out.narrow(1, 5, 4)), 0.0);
+  // Causal: a prefix (one token: no mask at all) gives the same logits as the longer sequence.
+  EXPECT_LT(relative_error(model(out.narrow(1, 0, 1)), logits.narrow(1, 0, 1)), 1e-6);
+  EXPECT_LT(relative_error(model(out.narrow(1, 0, 6)), logits.narrow(1, 0, 6)), 1e-6);
 }
 
 TEST(ModelsLlama, AdamWStepsLowerTheLoss) {

@@ -97,10 +97,14 @@ void expect_matches_torchvision(const std::string& name, std::optional<int64_t> 
     ASSERT_TRUE(p.grad().defined()) << key;
     EXPECT_LT(relative_error(p.grad(), grads[i]), 1e-10) << key;
   }
-  // Without dropout, eval mode computes the same.
+  // Without dropout, eval mode computes the same; in float32 to float32's precision.
   model->eval();
   NoGradGuard no_grad;
   EXPECT_LT(relative_error((*model)(x), g.at(name + ".out")), 1e-10);
+  model->to(kFloat32);
+  const Tensor out32 = (*model)(x.to(kFloat32));
+  EXPECT_EQ(out32.dtype(), kFloat32);
+  EXPECT_LT(relative_error(out32, g.at(name + ".out")), 1e-5);
 }
 
 TEST(ModelsViT, MatchesTorchvisionInFloat64) { expect_matches_torchvision("small", std::nullopt); }
