@@ -1,23 +1,27 @@
 // The normalisation ops with a front end of their own: batch_norm and group_norm
 // (nn::functional's and the BatchNorm / GroupNorm layers call these).
 //
-// batch_norm's forward is composed from ember ops under NoGradGuard and recorded as ONE node,
-// NativeBatchNormBackward0, as in PyTorch: the closed-form backward needs only the per-channel
-// mean and 1/std, which is far cheaper than differentiating through the mean and variance
-// reductions op by op.
+// batch_norm runs the channel_norm kernels (backend/*/channel_norm.*: the statistics in one
+// pass of sums and one of squared deviations, the normalisation in one more) under NoGradGuard
+// and is recorded as ONE node, NativeBatchNormBackward0, as in PyTorch: the closed-form backward
+// needs only the per-channel mean and 1/std, and runs the kernels too (one pass for the sums, one
+// for grad_input). A backward that records itself (create_graph) composes the same formula from
+// ember ops instead, so that it differentiates again.
 //
-// group_norm is composed of recorded ops (mean, subtraction, rsqrt), so that autograd (second
-// order included) and every device come with it. Its statistics are computed in float32 or
-// float64 as the input is, over each sample's group of channels.
+// group_norm runs the same kernels over each sample's group of channels (the [1, N*G, C/G * S]
+// view's channels) and is recorded as one node, NativeGroupNormBackward0, whose backward runs
+// them too; 16-bit inputs are computed in float32. A create_graph backward composes the formula.
 #include "ops/normalization.h"
 
 #include <vector>
 
 #include "amp/autocast_policy.h"
 #include "autograd/node.h"
+#include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/autograd.h"
+#include "ember/factories.h"
 #include "ember/ops.h"
 
 namespace ember {
@@ -56,6 +60,121 @@ Tensor running_update(const Tensor& running, const Tensor& batch, const detail::
   return running * (1.0 - m.value) + batch * (m.value * scale);
 }
 
+// The input as a contiguous [N, C, S] tensor of the compute dtype (S = 1 for [N, C]).
+Tensor as_channels(const Tensor& input, Dtype compute) {
+  const int64_t n = input.size(0), c = input.size(1);
+  const int64_t s = n * c == 0 ? 0 : input.numel() / (n * c);
+  return input.to(compute).contiguous().view({n, c, s});
+}
+
+// A per-channel vector [C] as the channel_affine kernel's [N, C] coefficient view (stride 0 along N).
+TensorView per_channel(const Tensor& v, const Tensor& x) {
+  return view_of(v.view({1, x.size(1)}).expand({x.size(0), x.size(1)}));
+}
+
+// batch_norm's gradients by the channel_norm kernels (a backward that records nothing): two
+// passes over the batch, one for the sums of g and g * (x - mean) per channel, one for grad_input.
+std::vector<Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input, const Tensor& weight,
+                                        const Tensor& mean, const Tensor& invstd, bool training, Dtype compute,
+                                        bool need_input, bool need_weight, bool need_bias) {
+  const Tensor g = as_channels(grad, compute);
+  const int64_t channels = g.size(1);
+  const double count = static_cast<double>(g.size(0) * g.size(2));
+  Backend& backend = backend_for(g.device());
+  std::vector<Tensor> grads(3);
+  const bool centred_input = training && need_input;
+  Tensor x, sum_g, sum_g_xhat;
+  if (need_weight || need_bias || centred_input) {
+    x = as_channels(input, compute);
+    sum_g = empty({channels}, g.options());
+    const Tensor sum_gxm = empty({channels}, g.options());
+    backend.channel_grad_sums(view_of(g), view_of(x), view_of(mean), view_of(sum_g), view_of(sum_gxm));
+    sum_g_xhat = sum_gxm * invstd;
+  }
+  if (need_input) {
+    const Tensor scale = weight.defined() ? invstd * weight.to(compute) : invstd;
+    Tensor gx = empty(g.sizes(), g.options());
+    if (training) {
+      // w/std * (g - mean(g) - xhat * mean(g * xhat)), with xhat = (x - mean) / std:
+      // d * g + a * (x - mean) + b per channel.
+      const Tensor a = -(scale * invstd * sum_g_xhat) / count, b = -(scale * sum_g) / count;
+      backend.channel_affine(view_of(x), per_channel(mean, g), per_channel(a, g), per_channel(b, g), view_of(g),
+                             per_channel(scale, g), view_of(gx));
+    } else {
+      backend.channel_affine(view_of(g), TensorView(), per_channel(scale, g),
+                             per_channel(zeros({channels}, g.options()), g), TensorView(), TensorView(), view_of(gx));
+    }
+    grads[0] = gx.view(grad.sizes());
+  }
+  if (need_weight) grads[1] = sum_g_xhat;
+  if (need_bias) grads[2] = sum_g;
+  return grads;
+}
+
+// group_norm's sizes: input [N, C, S...] in G groups of C/G channels, computed in `compute`.
+struct GroupNormGeometry {
+  int64_t n, c, groups, s;  // s: values per channel and sample
+  Dtype compute;
+  int64_t group_channels() const { return c / groups; }
+  // A per-(sample, group) vector [N*G] as a contiguous per-(sample, channel) [N, C].
+  Tensor per_channel(const Tensor& v) const {
+    return v.view({n, groups, 1}).expand({n, groups, group_channels()}).reshape({n, c});
+  }
+  // A per-(sample, channel) [N, C] summed over each group's channels: [N*G].
+  Tensor per_group(const Tensor& v) const { return v.reshape({n, groups, group_channels()}).sum({2}).reshape({-1}); }
+};
+
+// group_norm's gradients by the channel_norm kernels (a backward that records nothing): one pass
+// for the sums of g and g * (x - mean) per sample and channel, one for grad_input:
+// grad_x = (w g - mean(w g) - (x - mean) / var * mean(w g (x - mean))) / std over each group.
+std::vector<Tensor> group_norm_backward(const Tensor& grad, const Tensor& input, const Tensor& weight,
+                                        const Tensor& mean_nc, const Tensor& invstd_nc, const GroupNormGeometry& geo,
+                                        bool need_input, bool need_weight, bool need_bias) {
+  const Tensor g = as_channels(grad, geo.compute), x = as_channels(input, geo.compute);
+  Backend& backend = backend_for(g.device());
+  // Per (sample, channel): the [1, N*C, S] view's channels.
+  const Tensor sum_g = empty({geo.n * geo.c}, g.options()), sum_gxm = empty({geo.n * geo.c}, g.options());
+  backend.channel_grad_sums(view_of(g.view({1, geo.n * geo.c, geo.s})), view_of(x.view({1, geo.n * geo.c, geo.s})),
+                            view_of(mean_nc.reshape({-1})), view_of(sum_g), view_of(sum_gxm));
+  const Tensor sum_g_nc = sum_g.view({geo.n, geo.c}), sum_gxm_nc = sum_gxm.view({geo.n, geo.c});
+  std::vector<Tensor> grads(3);
+  if (need_input) {
+    const Tensor w = weight.defined() ? weight.to(geo.compute).view({1, geo.c}) : Tensor();
+    const Tensor wg = w.defined() ? sum_g_nc * w : sum_g_nc, wgxm = w.defined() ? sum_gxm_nc * w : sum_gxm_nc;
+    const double count = static_cast<double>(geo.group_channels() * geo.s);
+    const Tensor db = geo.per_channel(geo.per_group(wg)), ds = geo.per_channel(geo.per_group(wgxm));
+    const Tensor d = w.defined() ? invstd_nc * w : invstd_nc;
+    const Tensor a = -(invstd_nc * invstd_nc * invstd_nc * ds) / count, b = -(invstd_nc * db) / count;
+    Tensor gx = empty(g.sizes(), g.options());
+    backend.channel_affine(view_of(x), view_of(mean_nc), view_of(a), view_of(b), view_of(g), view_of(d), view_of(gx));
+    grads[0] = gx.view(grad.sizes());
+  }
+  if (need_weight) grads[1] = (sum_gxm_nc * invstd_nc).sum({0});
+  if (need_bias) grads[2] = sum_g_nc.sum({0});
+  return grads;
+}
+
+// The same gradients composed from ember ops, for a backward that records itself (create_graph).
+std::vector<Tensor> group_norm_backward_composed(const Tensor& grad, const Tensor& input, const Tensor& weight,
+                                                 const GroupNormGeometry& geo, double eps, bool need_input,
+                                                 bool need_weight, bool need_bias) {
+  const std::vector<int64_t> grouped{geo.n, geo.groups, geo.group_channels(), geo.s};
+  const Tensor x = input.to(geo.compute).reshape(grouped), g = grad.to(geo.compute).reshape(grouped);
+  const int64_t stat_dims[2] = {2, 3};
+  const Tensor mean = x.mean(stat_dims, true);
+  const Tensor invstd = rsqrt((x - mean).square().mean(stat_dims, true) + eps);
+  const Tensor xhat = (x - mean) * invstd;
+  std::vector<Tensor> grads(3);
+  if (need_input) {
+    const Tensor wg = weight.defined() ? g * weight.to(geo.compute).view({1, geo.groups, geo.group_channels(), 1}) : g;
+    grads[0] =
+        (invstd * (wg - wg.mean(stat_dims, true) - xhat * (wg * xhat).mean(stat_dims, true))).reshape(input.sizes());
+  }
+  const int64_t param_dims[2] = {0, 3};
+  if (need_weight) grads[1] = (g * xhat).sum(param_dims).reshape({geo.c});
+  if (need_bias) grads[2] = g.sum(param_dims).reshape({geo.c});
+  return grads;
+}
 }  // namespace
 
 namespace detail {
@@ -100,10 +219,11 @@ Tensor batch_norm_impl(const Tensor& input, const Tensor& running_mean, const Te
   Tensor out, mean, invstd;
   {
     NoGradGuard no_grad;
-    const Tensor x = input.to(compute);
+    const Tensor x = as_channels(input, compute);
     if (training) {
-      mean = x.mean(dims);
-      const Tensor var = x.var(dims, /*correction=*/0);
+      mean = empty({channels}, x.options());
+      const Tensor var = empty({channels}, x.options());
+      backend_for(x.device()).channel_moments(view_of(x), view_of(mean), view_of(var));
       invstd = rsqrt(var + eps);
       if (running_mean.defined()) Tensor(running_mean).copy_(running_update(running_mean, mean, momentum, 1.0));
       if (running_var.defined()) {
@@ -115,11 +235,14 @@ Tensor batch_norm_impl(const Tensor& input, const Tensor& running_mean, const Te
       mean = running_mean.to(compute, false, true);
       invstd = rsqrt(running_var.to(compute) + eps);
     }
-    // y = x * scale + shift with per-channel scale = w/std and shift = b - mean*scale: two
-    // passes over the input instead of four.
-    Tensor scale = weight.defined() ? invstd * weight.to(compute) : invstd;
-    Tensor shift = bias.defined() ? bias.to(compute) - mean * scale : -(mean * scale);
-    out = (x * scale.view(bshape) + shift.view(bshape)).to(input.dtype());
+    // y = scale * (x - mean) + shift, per channel scale = w/std and shift = b: one pass.
+    const Tensor scale = weight.defined() ? invstd * weight.to(compute) : invstd;
+    const Tensor shift = bias.defined() ? bias.to(compute) : zeros({channels}, x.options());
+    Tensor y = empty(x.sizes(), x.options());
+    backend_for(x.device())
+        .channel_affine(view_of(x), per_channel(mean, x), per_channel(scale, x), per_channel(shift, x), TensorView(),
+                        TensorView(), view_of(y));
+    out = y.view(input.sizes()).to(input.dtype());
   }
 
   if (autograd::needs_grad({&input, &weight, &bias})) {
@@ -129,12 +252,17 @@ Tensor batch_norm_impl(const Tensor& input, const Tensor& running_mean, const Te
                      [training, count, compute, dims, bshape, need_input, need_weight, need_bias, eps,
                       saved_mean = mean, saved_invstd = invstd, saved_input = autograd::SavedTensor(input),
                       saved_weight = autograd::SavedTensor(weight)](const Tensor& grad) {
+                       if (!GradMode::is_enabled()) {
+                         return batch_norm_backward(grad, saved_input.get(), saved_weight.get(), saved_mean,
+                                                    saved_invstd, training, compute, need_input, need_weight,
+                                                    need_bias);
+                       }
                        const Tensor g = grad.to(compute);
                        const Tensor x = saved_input.get().to(compute);
                        const Tensor w = saved_weight.get();
                        Tensor batch_mean = saved_mean, batch_invstd = saved_invstd;
-                       if (training && GradMode::is_enabled()) {
-                         // A backward pass that records itself (create_graph): the batch statistics again, as
+                       if (training) {
+                         // This backward records itself (create_graph): the batch statistics again, as
                          // functions of x, so that the formula below is one of x and differentiates again.
                          batch_mean = x.mean(dims);
                          batch_invstd = rsqrt(x.var(dims, /*correction=*/0) + eps);
@@ -205,17 +333,47 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   }
   EMBER_CHECK(values != 1, "Expected more than 1 value per channel when training, got input size ",
               detail::shape_str(group_sizes));
-  // [N, G, C/G * spatial]: each row is one sample's group.
-  const Tensor grouped = input.reshape({N, num_groups, -1});
-  const Tensor mean = grouped.mean({2}, true);
-  const Tensor centred = grouped - mean;
-  const Tensor var = (centred * centred).mean({2}, true);
-  Tensor out = (centred * rsqrt(var + eps)).reshape(input.sizes());
-  if (weight.defined() || bias.defined()) {
+  if (input.numel() == 0) {
+    // Nothing to normalise: the composed form keeps the graph connected to the parameters.
     std::vector<int64_t> per_channel(static_cast<size_t>(input.dim()), 1);
     per_channel[1] = C;
+    Tensor out = input.clone();
     if (weight.defined()) out = out * weight.reshape(per_channel);
     if (bias.defined()) out = out + bias.reshape(per_channel);
+    return out;
+  }
+  const Dtype compute = is_16bit(input.dtype()) ? kFloat32 : input.dtype();
+  const GroupNormGeometry geo{N, C, num_groups, input.numel() / (N * C), compute};
+  Tensor out, mean_nc, invstd_nc;
+  {
+    NoGradGuard no_grad;
+    const Tensor x = as_channels(input, compute);  // [N, C, S]
+    // Each sample's group is one "channel" of the [1, N*G, C/G * S] view.
+    const Tensor mean = empty({N * num_groups}, x.options()), var = empty({N * num_groups}, x.options());
+    Backend& backend = backend_for(x.device());
+    backend.channel_moments(view_of(x.view({1, N * num_groups, -1})), view_of(mean), view_of(var));
+    mean_nc = geo.per_channel(mean);
+    invstd_nc = geo.per_channel(rsqrt(var + eps));
+    const Tensor a = weight.defined() ? invstd_nc * weight.to(compute).view({1, C}) : invstd_nc;
+    const Tensor b = bias.defined() ? bias.to(compute).view({1, C}).expand({N, C}) : zeros({N, C}, x.options());
+    Tensor y = empty(x.sizes(), x.options());
+    backend.channel_affine(view_of(x), view_of(mean_nc), view_of(a), view_of(b), TensorView(), TensorView(),
+                           view_of(y));
+    out = y.view(input.sizes()).to(input.dtype());
+  }
+  if (autograd::needs_grad({&input, &weight, &bias})) {
+    autograd::record(
+        out, "NativeGroupNormBackward0", {&input, &weight, &bias},
+        [geo, eps, need_input = input.requires_grad(), need_weight = weight.defined() && weight.requires_grad(),
+         need_bias = bias.defined() && bias.requires_grad(), mean_nc, invstd_nc,
+         saved_input = autograd::SavedTensor(input), saved_weight = autograd::SavedTensor(weight)](const Tensor& grad) {
+          if (GradMode::is_enabled()) {
+            return group_norm_backward_composed(grad, saved_input.get(), saved_weight.get(), geo, eps, need_input,
+                                                need_weight, need_bias);
+          }
+          return group_norm_backward(grad, saved_input.get(), saved_weight.get(), mean_nc, invstd_nc, geo, need_input,
+                                     need_weight, need_bias);
+        });
   }
   return out;
 }

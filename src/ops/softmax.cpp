@@ -1,4 +1,5 @@
-// softmax and log_softmax: the backend normalises the last dimension of a contiguous tensor.
+// softmax and log_softmax: the backend normalises the last dimension of a contiguous tensor, and
+// computes their gradient there too (one node each; a create_graph backward composes it from ops).
 #include "amp/autocast_policy.h"
 #include "autograd/node.h"
 #include "backend/backend.h"
@@ -9,6 +10,16 @@
 namespace ember {
 
 namespace {
+
+// The gradient by the backend's kernel: along the last dimension, moved there and back.
+Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t dim, bool log) {
+  const int64_t last = y.dim() - 1;
+  const Tensor ym = (dim == last ? y : y.transpose(dim, last)).contiguous();
+  const Tensor gm = (dim == last ? g : g.transpose(dim, last)).to(y.dtype()).contiguous();
+  Tensor out = detail::make_tensor(ym.sizes(), y.dtype(), y.device());
+  if (out.numel() > 0) backend_for(y.device()).softmax_backward(view_of(ym), view_of(gm), view_of(out), log);
+  return dim == last ? out : out.transpose(dim, last);
+}
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   detail::OpContext context(log ? "log_softmax" : "softmax", {{"input", &x}});
@@ -31,6 +42,9 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
     autograd::record(result, log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {&x},
                      [dim, log, so = autograd::SavedTensor::output(result)](const Tensor& g) {
                        Tensor y = so.get();
+                       if (!GradMode::is_enabled()) return std::vector<Tensor>{softmax_backward(y, g, dim, log)};
+                       // A backward that records itself (create_graph): composed, so that it
+                       // differentiates again.
                        const int64_t dims[1] = {dim};
                        if (log) return std::vector<Tensor>{g - exp(y) * sum(g, dims, true)};
                        return std::vector<Tensor>{y * (g - sum(g * y, dims, true))};

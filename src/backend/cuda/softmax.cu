@@ -77,7 +77,60 @@ void launch_softmax(const T* x, T* y, int64_t rows, int64_t n, bool log, cudaStr
   check_launch(name);
 }
 
+// The gradient, one block per row: the row's sum (in double, as the CPU), then the outputs.
+template <typename T, int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    softmax_backward_kernel(const T* y, const T* g, T* gx, int64_t rows, int64_t n, bool log) {
+  using S = compute_t<T>;
+  using BlockReduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename BlockReduce::TempStorage temp;
+  __shared__ double shared_sum;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* yr = y + row * n;
+    const T* gr = g + row * n;
+    T* out = gx + row * n;
+    double local = 0;
+    for (int64_t j = threadIdx.x; j < n; j += kThreads) {
+      const double gv = static_cast<double>(static_cast<S>(gr[j]));
+      local += log ? gv : gv * static_cast<double>(static_cast<S>(yr[j]));
+    }
+    const double block_sum = BlockReduce(temp).Sum(local);
+    if (threadIdx.x == 0) shared_sum = block_sum;
+    __syncthreads();
+    const S sum = static_cast<S>(shared_sum);
+    for (int64_t j = threadIdx.x; j < n; j += kThreads) {
+      out[j] = log ? T(static_cast<S>(gr[j]) - kmath::exp(static_cast<S>(yr[j])) * sum)
+                   : T(static_cast<S>(yr[j]) * (static_cast<S>(gr[j]) - sum));
+    }
+    __syncthreads();  // shared_sum and temp are rewritten for the next row
+  }
+}
+
 }  // namespace
+
+void CudaBackend::softmax_backward(const TensorView& y, const TensorView& g, const TensorView& grad_x, bool log) {
+  DeviceGuard guard(y.device_index);
+  const char* name = log ? "log_softmax_backward" : "softmax_backward";
+  EMBER_CHECK(y.is_contiguous() && g.is_contiguous() && grad_x.is_contiguous() && g.dtype == y.dtype &&
+                  grad_x.dtype == y.dtype && g.sizes == y.sizes && grad_x.sizes == y.sizes,
+              name, ": the kernel takes contiguous views of one dtype and y's sizes");
+  const int64_t n = y.ndim() == 0 ? 1 : y.sizes[y.ndim() - 1];
+  const int64_t total = y.numel();
+  if (total == 0) return;
+  const int64_t rows = total / n;
+  const cudaStream_t stream = current_stream(y.device_index);
+  kernels::dispatch_floating(y.dtype, name, [&]<typename T>() {
+    const Launch1d l = launch_rows(rows, n <= 128 ? 128 : 256);
+    if (n <= 128) {
+      softmax_backward_kernel<T, 128>
+          <<<l.blocks, l.threads, 0, stream>>>(y.ptr<const T>(), g.ptr<const T>(), grad_x.ptr<T>(), rows, n, log);
+    } else {
+      softmax_backward_kernel<T, 256>
+          <<<l.blocks, l.threads, 0, stream>>>(y.ptr<const T>(), g.ptr<const T>(), grad_x.ptr<T>(), rows, n, log);
+    }
+  });
+  check_launch(name);
+}
 
 void CudaBackend::softmax(const TensorView& x, const TensorView& out, bool log) {
   DeviceGuard guard(x.device_index);
