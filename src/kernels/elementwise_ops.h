@@ -549,6 +549,11 @@ struct Pow {
     if constexpr (std::is_integral_v<C>) {
       return detail::integer_pow(a, b);
     } else {
+      // Squares and cubes as products, as PyTorch computes them (x * x is also pow's correctly
+      // rounded square); with a scalar exponent the test is loop-invariant, so the loop is
+      // unswitched and vectorises instead of calling pow per element.
+      if (b == C(2)) return a * a;
+      if (b == C(3)) return a * a * a;
       return kmath::pow(a, b);
     }
   }
