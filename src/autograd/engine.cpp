@@ -29,7 +29,6 @@ thread_local autograd::Node* g_running_node = nullptr;
 thread_local bool g_in_grad_call = false;
 }  // namespace
 
-
 bool AnomalyMode::is_enabled() { return g_anomaly_enabled.load(std::memory_order_relaxed); }
 void AnomalyMode::set_enabled(bool enabled) { g_anomaly_enabled.store(enabled, std::memory_order_relaxed); }
 
@@ -227,6 +226,26 @@ Tensor apply_tensor_hooks(const Node& node, Tensor grad) {
     meta.grad = meta.grad.defined() ? meta.grad + grad : grad.clone();
   }
   return grad;
+}
+
+// Adds g to the gradient buffered for a node's input. In place when the buffer holds the only
+// reference to its elements (a fresh gradient from a backward formula, the common case) and the
+// pass records nothing: a parameter used at each of 29 decoding steps then sums its 29 weight
+// gradients into one buffer instead of allocating 28 more. Out of place otherwise, so that a
+// tensor another buffer, a saved value or a returned gradient shares is never changed.
+void accumulate_into_buffer(Tensor& slot, const Tensor& g) {
+  if (!slot.defined()) {
+    slot = g;
+    return;
+  }
+  const bool owned = !GradMode::is_enabled() && slot.impl_ptr().use_count() == 1 &&
+                     slot.impl().storage.use_count() == 1 && slot.is_contiguous() &&
+                     same_dims(slot.sizes(), g.sizes()) && slot.dtype() == g.dtype() && slot.device() == g.device();
+  if (owned) {
+    slot.add_(g);
+  } else {
+    slot = slot + g;
+  }
 }
 
 void accumulate_into_leaf(const Node& node, Tensor grad) {
@@ -444,7 +463,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
         } else {
           slot = &buffers[next];
         }
-        *slot = slot->defined() ? *slot + g : g;
+        accumulate_into_buffer(*slot, g);
       }
       if (--task.dependencies[next] == 0) ready.push(next);
     }
