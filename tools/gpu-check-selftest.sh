@@ -33,7 +33,7 @@ lacks() { ! grep -qE -- "$2" "$1" 2>/dev/null; }
 no_children() { ! pgrep -f "$marker" >/dev/null; }
 
 # ---- the stand-ins ----
-mkdir -p "$work/bin" "$work/build/tests" "$work/data"
+mkdir -p "$work/bin" "$work/build/tests" "$work/build/bench" "$work/data"
 touch "$work/data/train-images-idx3-ubyte"
 cat >"$work/bin/cmake" <<'EOF'
 #!/usr/bin/env bash
@@ -86,7 +86,12 @@ if [[ ${FAKE_TESTS_RC:-0} != 0 ]]; then
 fi
 echo "[  PASSED  ] 3 tests."
 EOF
-chmod +x "$work"/bin/* "$work/build/ember" "$work/build/tests/ember_tests"
+cat >"$work/build/bench/bench_models" <<'EOF'
+#!/usr/bin/env bash
+[[ $1 == --list ]] && printf 'resnet18           a stand-in\ngpt2               a stand-in\n' && exit 0
+echo "$2 ms_per_step=1.500 min=1.400 peak_rss_mib=200.0 cuda_peak_mib=64.0 steps=10"
+EOF
+chmod +x "$work"/bin/* "$work/build/ember" "$work/build/tests/ember_tests" "$work/build/bench/bench_models"
 
 export PATH=$work/bin:$PATH GPU_CHECK_TIME_SCALE=0.1 GPU_CHECK_BUILD_DIR=$work/build GPU_CHECK_BUNDLE=none \
   GPU_CHECK_DATA=$work/data GPU_CHECK_DEVICE=cuda
@@ -151,6 +156,7 @@ run_check test2 test
 check "pass: test exit 0 ($RC)" test "$RC" -eq 0
 check "pass: the result line" has "$work/out-test2/summary.md" '^Result: every stage passed\.$'
 check "pass: no sanitizer on the CPU" has "$work/out-test2/summary.md" '\| test \| sanitizer \| skipped'
+check "pass: the model steps' table" has "$work/out-test2/summary.md" '^\| gpt2 \| 1\.500 \| 200\.0 \| 64\.0 \|$'
 FAKE_TESTS_RC=1 run_check test3 test
 check "fail: exit 1 ($RC)" test "$RC" -eq 1
 check "fail: the stage, naming the test" has "$work/out-test3/summary.md" '\| test \| device-suites \| FAILED: exit 1 after [0-9]+ s: DeviceParityOps.Add \(log'
