@@ -51,37 +51,43 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
 }
 
 // One row of the gradient: the row's sum in double (8 accumulators, so that it vectorises), then
-// one pass for the outputs.
+// one pass for the outputs. Log is a template argument so that neither loop tests it.
+template <bool Log, typename T>
+void softmax_backward_row(const T* yr, const T* gr, T* out, int64_t n) {
+  using S = compute_t<T>;
+  const auto term = [&](int64_t i) {
+    const double gv = static_cast<double>(static_cast<S>(gr[i]));
+    return Log ? gv : gv * static_cast<double>(static_cast<S>(yr[i]));
+  };
+  double acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += term(i + j);
+  double tail = 0;
+  for (; i < n; ++i) tail += term(i);
+  const S sum =
+      static_cast<S>(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail);
+  for (int64_t k = 0; k < n; ++k) {
+    if constexpr (Log) {
+      out[k] = T(static_cast<S>(gr[k]) - std::exp(static_cast<S>(yr[k])) * sum);
+    } else {
+      out[k] = T(static_cast<S>(yr[k]) * (static_cast<S>(gr[k]) - sum));
+    }
+  }
+}
+
 template <typename T>
 void softmax_backward_rows(const T* y, const T* g, T* gx, int64_t rows, int64_t n, bool log) {
-  using S = compute_t<T>;
-  base::parallel_for(
-      rows, std::max<int64_t>(1, base::kGrainSize / std::max<int64_t>(1, n)), [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const T* yr = y + r * n;
-          const T* gr = g + r * n;
-          T* out = gx + r * n;
-          double acc[8] = {};
-          int64_t i = 0;
-          for (; i + 8 <= n; i += 8)
-            for (int j = 0; j < 8; ++j) {
-              const double gv = static_cast<double>(static_cast<S>(gr[i + j]));
-              acc[j] += log ? gv : gv * static_cast<double>(static_cast<S>(yr[i + j]));
-            }
-          double tail = 0;
-          for (; i < n; ++i) {
-            const double gv = static_cast<double>(static_cast<S>(gr[i]));
-            tail += log ? gv : gv * static_cast<double>(static_cast<S>(yr[i]));
-          }
-          const S sum =
-              static_cast<S>(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail);
-          if (log) {
-            for (int64_t k = 0; k < n; ++k) out[k] = T(static_cast<S>(gr[k]) - std::exp(static_cast<S>(yr[k])) * sum);
-          } else {
-            for (int64_t k = 0; k < n; ++k) out[k] = T(static_cast<S>(yr[k]) * (static_cast<S>(gr[k]) - sum));
-          }
-        }
-      });
+  base::parallel_for(rows, std::max<int64_t>(1, base::kGrainSize / std::max<int64_t>(1, n)),
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t r = begin; r < end; ++r) {
+                         if (log) {
+                           softmax_backward_row<true>(y + r * n, g + r * n, gx + r * n, n);
+                         } else {
+                           softmax_backward_row<false>(y + r * n, g + r * n, gx + r * n, n);
+                         }
+                       }
+                     });
 }
 
 }  // namespace
