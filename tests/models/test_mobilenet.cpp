@@ -20,6 +20,8 @@
 namespace {
 
 using namespace ember;
+using ember_models_test::expect_summaries;
+using ember_models_test::expect_summary;
 using ember_models_test::fill_state;
 using ember_models_test::keys_and_shapes;
 using ember_models_test::pattern;
@@ -36,42 +38,6 @@ const io::SafetensorsData& golden() {
 
 std::vector<std::string> reference_keys(const std::string& name) {
   return split(golden().metadata.at("keys." + name), ';');
-}
-
-constexpr int64_t kSamples = 16;
-
-/// Compares `actual` with its summary in `packed` at `offset` (advanced past it), as the script's
-/// summary() makes it: [sum, sum |t|, up to 16 entries every max(1, n / 16)]: the sum and the sum of
-/// magnitudes to 1e-10 of that sum, the sampled entries to 1e-10 of their largest. Gradients that
-/// are zero in exact arithmetic (the bias of a BatchNorm whose every consumer is a convolution
-/// followed by a train-mode BatchNorm) come out as rounding noise near 1e-15 on both sides: the
-/// scales are at least 1e-3 (1e-13 absolute; the losses are about 1, other gradients up to 1e5).
-void expect_summary(const Tensor& actual, const Tensor& packed, int64_t& offset, const std::string& what) {
-  constexpr double tolerance = 1e-10, floor = 1e-3;
-  const Tensor flat = actual.detach().reshape({-1}).to(kFloat64);
-  const int64_t n = flat.numel(), length = 2 + std::min(n, kSamples);
-  ASSERT_LE(offset + length, packed.numel()) << what;
-  const Tensor expected = packed.narrow(0, offset, length);
-  offset += length;
-  const double magnitude = std::max(expected[1].item<double>(), floor);
-  EXPECT_LE(std::abs(flat.sum().item<double>() - expected[0].item<double>()), tolerance * magnitude) << what;
-  EXPECT_LE(std::abs(flat.abs().sum().item<double>() - expected[1].item<double>()), tolerance * magnitude) << what;
-  const int64_t step = std::max<int64_t>(1, n / kSamples);
-  const Tensor samples = flat.slice(0, 0, std::min(n, step * kSamples), step);
-  const Tensor expected_samples = expected.narrow(0, 2, length - 2);
-  ASSERT_EQ(samples.numel(), expected_samples.numel()) << what;
-  const double scale = std::max(expected_samples.abs().max().item<double>(), floor);
-  EXPECT_LE((samples - expected_samples).abs().max().item<double>(), tolerance * scale) << what;
-}
-
-void expect_summaries(const std::vector<std::pair<std::string, Tensor>>& items, const Tensor& packed, bool grads) {
-  int64_t offset = 0;
-  for (const auto& [key, value] : items) {
-    const Tensor actual = grads ? value.grad() : value;
-    ASSERT_TRUE(actual.defined()) << key;
-    expect_summary(actual, packed, offset, key);
-  }
-  EXPECT_EQ(offset, packed.numel());
 }
 
 TEST(ModelsMobileNet, StateDictKeysOrderAndShapesAreTorchvisions) {
