@@ -276,7 +276,7 @@ command_test() {
   fi
 
   train_runs "$(seconds 30)" "$(seconds 45)"
-  model_steps "$(seconds 60)" "$(seconds 40)"
+  model_steps "$(seconds 60)" "$(seconds 30)"
 
   # The rest of the suite, in parallel; the sanitizer keeps 20 s.
   if [[ ! -x $tests ]]; then
