@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "ember/ember.h"
+#include "ember/nn/functional.h"
 
 namespace ember_models_test {
 
@@ -167,6 +170,63 @@ inline void expect_summaries(const std::vector<std::pair<std::string, Tensor>>& 
     expect_summary(actual, packed, offset, key);
   }
   EXPECT_EQ(offset, packed.numel());
+}
+
+/// The scripts' calibrate_running_stats: every BatchNorm2d's running statistics from one batch in
+/// train mode with momentum None (a cumulative average), then momentum 0.1 again.
+inline void calibrate_running_stats(ember::nn::Module& model, const Tensor& x) {
+  ember::NoGradGuard no_grad;
+  model.train();
+  std::vector<std::shared_ptr<ember::nn::BatchNorm2d>> norms;
+  for (const auto& module : model.modules()) {
+    if (auto bn = std::dynamic_pointer_cast<ember::nn::BatchNorm2d>(module)) norms.push_back(bn);
+  }
+  for (const auto& bn : norms) {
+    bn->reset_running_stats();
+    bn->momentum = std::nullopt;
+  }
+  model(x);
+  for (const auto& bn : norms) bn->momentum = 0.1;
+}
+
+/// The torchvision classifiers' parity against gradient summaries (MobileNetV2, EfficientNet):
+/// `model` (dropout and stochastic depth 0) in float64 with pattern() weights, in train mode on
+/// the pattern input [2, 3, 64, 64]: logits, loss, summaries of the input's and every parameter's
+/// gradient and of the buffers after the step. Then `evaluated` (the defaults, all inactive in
+/// eval mode) holding model's state after calibrate_running_stats on 4 other images: logits,
+/// loss and the parameters' gradients in eval mode. Cross-entropy against the golden's target.
+template <typename Golden>
+void expect_classifier_parity(ember::nn::Module& model, ember::nn::Module& evaluated, const Golden& g,
+                              size_t min_parameters) {
+  namespace F = ember::nn::functional;
+  model.to(ember::kFloat64);
+  fill_state(model);
+  const Tensor x = pattern({2, 3, 64, 64}, 1000, 0.0, 4.0);
+  const Tensor target = g.at("target");
+
+  model.train();
+  const Tensor input = x.clone().requires_grad_(true);
+  Tensor out = model(input);
+  Tensor loss = F::cross_entropy(out, target);
+  loss.backward();
+  EXPECT_LT(relative_error(out, g.at("train.out")), 1e-10);
+  EXPECT_LT(relative_error(loss, g.at("train.loss")), 1e-12);
+  int64_t offset = 0;
+  expect_summary(input.grad(), g.at("train.gx"), offset, "input");
+  expect_summaries(model.named_parameters(), g.at("train.grads"), true);
+  expect_summaries(model.named_buffers(), g.at("train.after"), false);
+
+  calibrate_running_stats(model, pattern({4, 3, 64, 64}, 2000, 0.0, 4.0));
+  evaluated.to(ember::kFloat64);
+  EXPECT_EQ(evaluated.load_state_dict(model.state_dict()).to_string(), "<All keys matched successfully>");
+  evaluated.eval();
+  out = evaluated(x);
+  loss = F::cross_entropy(out, target);
+  loss.backward();
+  EXPECT_LT(relative_error(out, g.at("eval.out")), 1e-10);
+  EXPECT_LT(relative_error(loss, g.at("eval.loss")), 1e-12);
+  expect_summaries(evaluated.named_parameters(), g.at("eval.grads"), true);
+  EXPECT_GT(evaluated.named_parameters().size(), min_parameters);
 }
 
 }  // namespace ember_models_test

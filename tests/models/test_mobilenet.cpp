@@ -20,12 +20,7 @@
 namespace {
 
 using namespace ember;
-using ember_models_test::expect_summaries;
-using ember_models_test::expect_summary;
-using ember_models_test::fill_state;
 using ember_models_test::keys_and_shapes;
-using ember_models_test::pattern;
-using ember_models_test::relative_error;
 using ember_models_test::split;
 using ember_test::error_of;
 namespace F = ember::nn::functional;
@@ -52,48 +47,9 @@ TEST(ModelsMobileNet, StateDictKeysOrderAndShapesAreTorchvisions) {
 }
 
 TEST(ModelsMobileNet, MatchesTorchvisionInFloat64) {
-  const auto& g = golden();
   auto model = models::mobilenet_v2({.num_classes = 10, .dropout = 0.0});
-  model->to(kFloat64);
-  fill_state(*model);
-  const Tensor x = pattern({2, 3, 64, 64}, 1000, 0.0, 4.0);
-  const Tensor target = g.at("target");
-
-  model->train();
-  const Tensor input = x.clone().requires_grad_(true);
-  Tensor out = (*model)(input);
-  Tensor loss = F::cross_entropy(out, target);
-  loss.backward();
-  EXPECT_LT(relative_error(out, g.at("train.out")), 1e-10);
-  EXPECT_LT(relative_error(loss, g.at("train.loss")), 1e-12);
-  int64_t offset = 0;
-  expect_summary(input.grad(), g.at("train.gx"), offset, "input");
-  expect_summaries(model->named_parameters(), g.at("train.grads"), true);
-  expect_summaries(model->named_buffers(), g.at("train.after"), false);
-
-  // Eval mode: the default dropout (inactive), the state after calibrate_running_stats (the
-  // script's: running statistics from one train-mode batch of 4 other images, a cumulative average).
-  {
-    NoGradGuard no_grad;
-    for (const auto& module : model->modules()) {
-      if (auto bn = std::dynamic_pointer_cast<nn::BatchNorm2d>(module)) {
-        bn->reset_running_stats();
-        bn->momentum = std::nullopt;
-      }
-    }
-    (*model)(pattern({4, 3, 64, 64}, 2000, 0.0, 4.0));
-  }
   auto evaluated = models::mobilenet_v2({.num_classes = 10});
-  evaluated->to(kFloat64);
-  EXPECT_EQ(evaluated->load_state_dict(model->state_dict()).to_string(), "<All keys matched successfully>");
-  evaluated->eval();
-  out = (*evaluated)(x);
-  loss = F::cross_entropy(out, target);
-  loss.backward();
-  EXPECT_LT(relative_error(out, g.at("eval.out")), 1e-10);
-  EXPECT_LT(relative_error(loss, g.at("eval.loss")), 1e-12);
-  expect_summaries(evaluated->named_parameters(), g.at("eval.grads"), true);
-  EXPECT_GT(evaluated->named_parameters().size(), 150u);
+  ember_models_test::expect_classifier_parity(*model, *evaluated, golden(), 150u);
 }
 
 TEST(ModelsMobileNet, InitialDrawsAreTorchvisionsFromTheSameSeed) {

@@ -20,6 +20,7 @@
 namespace {
 
 using namespace ember;
+using ember_models_test::calibrate_running_stats;
 using ember_models_test::fill_state;
 using ember_models_test::keys_and_shapes;
 using ember_models_test::pattern;
@@ -82,23 +83,6 @@ std::shared_ptr<models::ResNet> golden_model(const std::string& name) {
   model->to(kFloat64);
   fill_state(*model);
   return model;
-}
-
-/// The script's calibrate_running_stats: running statistics from one batch in train mode, with
-/// momentum None (a cumulative average), then momentum 0.1 again.
-void calibrate_running_stats(models::ResNet& model, const Tensor& x) {
-  NoGradGuard no_grad;
-  model.train();
-  std::vector<std::shared_ptr<nn::BatchNorm2d>> norms;
-  for (const auto& module : model.modules()) {
-    if (auto bn = std::dynamic_pointer_cast<nn::BatchNorm2d>(module)) norms.push_back(bn);
-  }
-  for (const auto& bn : norms) {
-    bn->reset_running_stats();
-    bn->momentum = std::nullopt;
-  }
-  model(x);
-  for (const auto& bn : norms) bn->momentum = 0.1;
 }
 
 void check_case(const std::string& name, bool input_grad) {

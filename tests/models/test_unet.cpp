@@ -22,6 +22,7 @@
 namespace {
 
 using namespace ember;
+using ember_models_test::calibrate_running_stats;
 using ember_models_test::fill_state;
 using ember_models_test::keys_and_shapes;
 using ember_models_test::pattern;
@@ -58,23 +59,6 @@ TEST(ModelsUNet, StateDictKeysOrderAndShapesAreTheReferences) {
     EXPECT_EQ(items, reference_keys(name + "_base8"));
     EXPECT_EQ(keys_only(items), keys_only(reference_keys(name)));
   }
-}
-
-/// Running statistics from one batch in train mode with momentum None (a cumulative average),
-/// then momentum 0.1 again: the script's calibrate_running_stats.
-void calibrate_running_stats(nn::Module& model, const Tensor& x) {
-  NoGradGuard no_grad;
-  model.train();
-  std::vector<std::shared_ptr<nn::BatchNorm2d>> norms;
-  for (const auto& module : model.modules()) {
-    if (auto bn = std::dynamic_pointer_cast<nn::BatchNorm2d>(module)) norms.push_back(bn);
-  }
-  for (const auto& bn : norms) {
-    bn->reset_running_stats();
-    bn->momentum = std::nullopt;
-  }
-  model(x);
-  for (const auto& bn : norms) bn->momentum = 0.1;
 }
 
 void expect_grads(const nn::Module& model, const Tensor& packed) {
