@@ -1,7 +1,7 @@
 #pragma once
 /// Sorting and selection: torch.sort, argsort, msort, topk, kthvalue, median, nanmedian, unique,
-/// unique_consecutive, searchsorted and bucketize (src/ops/sort.cpp), on the sort family's
-/// kernels. Differentiable where PyTorch is: the values of sort, topk, kthvalue and median pass
+/// unique_consecutive, searchsorted and bucketize (src/ops/sort.cpp; unique and
+/// unique_consecutive in src/ops/unique.cpp), on the sort family's kernels. Differentiable where PyTorch is: the values of sort, topk, kthvalue and median pass
 /// the gradient back to the positions they came from.
 #include <optional>
 #include <string_view>
@@ -37,13 +37,25 @@ std::tuple<Tensor, Tensor> median(const Tensor& input, int64_t dim, bool keepdim
 Tensor nanmedian(const Tensor& input);
 std::tuple<Tensor, Tensor> nanmedian(const Tensor& input, int64_t dim, bool keepdim = false);
 
-/// torch.unique of the flattened input: the distinct elements (ascending; `sorted` = false
-/// permits any order, ember sorts anyway), for each element the position of its value among
-/// them (`inverse`, input's sizes), and how often each occurs (`counts`). Not differentiable.
-std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& input, bool sorted = true);
-/// Collapses runs of equal consecutive elements (torch.unique_consecutive of the flattened input):
-/// the values, each element's run, and the runs' lengths.
-std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& input);
+/// torch.unique(input, sorted, return_inverse=True, return_counts=True, dim) (src/ops/unique.cpp):
+/// (values, inverse, counts), all three always. Not differentiable.
+///  - dim unset: the distinct elements of the flattened input (ascending; `sorted` = false
+///    permits any order, ember sorts anyway), for each element the position of its value among
+///    them (`inverse`, input's sizes), and how often each occurs (`counts`).
+///  - dim set: each slice along `dim` counts as one element; the distinct slices in
+///    lexicographic order, stacked along `dim` (sorted whatever `sorted` says, as PyTorch),
+///    each slice's position among them ([input.size(dim)]) and their counts. A slice holding
+///    a NaN equals no other (PyTorch's order for those depends on its sort and is not matched).
+/// A host read of the number of distinct values sizes the results, as in PyTorch.
+std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& input, bool sorted = true,
+                                          std::optional<int64_t> dim = std::nullopt);
+/// libtorch's torch::unique_dim: unique(input, sorted, dim).
+std::tuple<Tensor, Tensor, Tensor> unique_dim(const Tensor& input, int64_t dim, bool sorted = true);
+/// torch.unique_consecutive(input, return_inverse=True, return_counts=True, dim): collapses
+/// runs of equal consecutive elements of the flattened input (dim unset) or of equal
+/// consecutive slices along `dim`: the values, each element's (slice's) run, and the runs'
+/// lengths.
+std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& input, std::optional<int64_t> dim = std::nullopt);
 
 /// For each element of `values`, the position in the ascending innermost dimension of
 /// `sorted_sequence` where it would be inserted: before equal elements (right = false, or

@@ -1,6 +1,6 @@
 // Sorting and selection (ember/sort.h): sort, argsort, msort, topk, kthvalue, median, nanmedian,
-// unique, unique_consecutive, searchsorted and bucketize, on the sort family's kernels
-// (backend/cpu/sort.cpp, backend/cuda/sort.cu).
+// searchsorted and bucketize, on the sort family's kernels (backend/cpu/sort.cpp,
+// backend/cuda/sort.cu). unique and unique_consecutive are composed over sort in unique.cpp.
 //
 // The kernels work along the last dimension of a contiguous tensor, so each front end moves the
 // dimension it works on last (a copy when it is not last already) and the results back. The
@@ -20,7 +20,6 @@
 #include "ember/factories.h"
 #include "ember/grad_mode.h"
 #include "ember/ops.h"
-#include "ember/scan.h"
 
 namespace ember {
 
@@ -130,32 +129,6 @@ std::tuple<Tensor, Tensor> dim_median(const Tensor& x, int64_t dim, bool keepdim
   return finish_reduction(values, indices, x1, dim, keepdim, x.dim() == 0, name);
 }
 
-// unique and unique_consecutive from the (sorted or original) order of the flattened input:
-// `order` holds the elements, `positions` where each came from (null for unique_consecutive,
-// where the order is the input's own). A new group starts wherever an element differs from the
-// one before it (so NaNs, unequal to everything, are each their own group, as in PyTorch).
-std::tuple<Tensor, Tensor, Tensor> group_runs(const Tensor& order, const Tensor& positions, IntList input_sizes) {
-  const int64_t n = order.numel();
-  const TensorOptions index_options = TensorOptions(kInt64).device(order.device());
-  if (n == 0) {
-    return {order.clone(), zeros(input_sizes, index_options), zeros({0}, index_options)};
-  }
-  const Tensor starts =
-      cat({ones({1}, TensorOptions(kBool).device(order.device())), ne(order.slice(0, 1), order.slice(0, 0, n - 1))});
-  const Tensor group = cumsum(starts, 0) - 1;  // int64: each element's group
-  const int64_t groups = group[n - 1].item<int64_t>() + 1;
-  Backend& backend = backend_for(order.device());
-  Tensor values = make_tensor({groups}, order.dtype(), order.device());
-  backend.scatter_reduce(ScatterReduceOp::Assign, view_of(values), 0, view_of(group), view_of(order));
-  const Tensor counts = zeros({groups}, index_options).scatter_add(0, group, ones({n}, index_options));
-  Tensor inverse = group;
-  if (positions.defined()) {
-    inverse = make_tensor({n}, kInt64, order.device());
-    backend.scatter_reduce(ScatterReduceOp::Assign, view_of(inverse), 0, view_of(positions), view_of(group));
-  }
-  return {values, inverse.reshape(input_sizes), counts};
-}
-
 void check_sorter(const Tensor& boundaries, const Tensor& sorter) {
   EMBER_CHECK(sorter.dtype() == kInt64, "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype ",
               scalar_type_name(sorter.dtype()));
@@ -228,21 +201,6 @@ std::tuple<Tensor, Tensor> median(const Tensor& input, int64_t dim, bool keepdim
 Tensor nanmedian(const Tensor& input) { return full_median(input, true, "nanmedian", "NanmedianBackward0"); }
 std::tuple<Tensor, Tensor> nanmedian(const Tensor& input, int64_t dim, bool keepdim) {
   return dim_median(input, dim, keepdim, true, "nanmedian", "NanmedianBackward1");
-}
-
-std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& input, bool /*sorted*/) {
-  detail::OpContext context("unique", {{"input", &input}});
-  check_defined(input, "unique");
-  NoGradGuard no_grad;
-  auto [order, positions] = sort_untracked(input.reshape({-1}), 0, /*descending=*/false);
-  return group_runs(order, positions, input.sizes());
-}
-
-std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& input) {
-  detail::OpContext context("unique_consecutive", {{"input", &input}});
-  check_defined(input, "unique_consecutive");
-  NoGradGuard no_grad;
-  return group_runs(input.reshape({-1}).contiguous(), Tensor(), input.sizes());
 }
 
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32, bool right,
