@@ -1,8 +1,9 @@
 #pragma once
 /// Sorting and selection: torch.sort, argsort, msort, topk, kthvalue, median, nanmedian, unique,
 /// unique_consecutive, searchsorted and bucketize (src/ops/sort.cpp; unique and
-/// unique_consecutive in src/ops/unique.cpp), on the sort family's kernels. Differentiable where PyTorch is: the values of sort, topk, kthvalue and median pass
-/// the gradient back to the positions they came from.
+/// unique_consecutive in src/ops/unique.cpp), on the sort family's kernels. Differentiable where
+/// PyTorch is: the values of sort, topk, kthvalue and median pass the gradient back to the
+/// positions they came from.
 #include <optional>
 #include <string_view>
 #include <tuple>
