@@ -1,8 +1,10 @@
 #pragma once
 /// Einstein summation: torch.einsum (src/ops/einsum.cpp).
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
+#include "ember/indexing.h"
 #include "ember/tensor.h"
 
 namespace ember {
@@ -25,5 +27,34 @@ namespace ember {
 /// Operands that meet in a product must share a dtype (PyTorch's "expected scalar type ..."); an
 /// outer product (`"i,j->ij"`) is a multiplication and promotes. PyTorch's checks and messages.
 Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
+
+/// One subscript of einsum's sublist form: an integer label in [0, 52) (0-25 are the equation's
+/// 'A'-'Z', 26-51 its 'a'-'z') or `Ellipsis` (ember/indexing.h's, the equation's '...').
+class EinsumSubscript {
+ public:
+  EinsumSubscript(int64_t label) : label_(label) {}    // NOLINT(google-explicit-constructor): {0, 1}
+  EinsumSubscript(EllipsisIndex) : ellipsis_(true) {}  // NOLINT(google-explicit-constructor)
+  bool is_ellipsis() const { return ellipsis_; }
+  int64_t label() const { return label_; }
+
+ private:
+  int64_t label_ = 0;
+  bool ellipsis_ = false;
+};
+using EinsumSublist = std::vector<EinsumSubscript>;
+
+/// An operand of the sublist form with its subscripts.
+struct EinsumOperand {
+  Tensor tensor;
+  EinsumSublist subscripts;
+};
+
+/// torch.einsum(op1, sublist1, op2, sublist2, ..., [sublist_out]): the sublist form, written
+/// `einsum({{a, {0, 1}}, {b, {1, 2}}}, {0, 2})` (as "ab,bc->ac" with a = 26) or, without the
+/// output's sublist, `einsum({{x, {Ellipsis, 0, 0}}})` (the implicit output, "...AA").
+/// The sublists become the equation they stand for, so everything above holds. A subscript
+/// outside [0, 52) is PyTorch's error.
+Tensor einsum(const std::vector<EinsumOperand>& operands);
+Tensor einsum(const std::vector<EinsumOperand>& operands, const EinsumSublist& output);
 
 }  // namespace ember

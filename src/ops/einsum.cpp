@@ -169,7 +169,45 @@ Layout plan_layout(std::string_view equation, size_t arrow, const std::vector<in
   return layout;
 }
 
+/// A sublist as the equation's letters: 0-25 'A'-'Z', 26-51 'a'-'z', Ellipsis "...".
+void append_sublist(std::string& equation, const EinsumSublist& sublist) {
+  for (const EinsumSubscript& subscript : sublist) {
+    if (subscript.is_ellipsis()) {
+      equation += "...";
+      continue;
+    }
+    EMBER_CHECK(subscript.label() >= 0 && subscript.label() < kLabels,
+                "einsum(): subscript in subscript list is not within the valid range [0, 52)");
+    equation += letter_of(static_cast<int>(subscript.label()));
+  }
+}
+
+Tensor einsum_of_sublists(const std::vector<EinsumOperand>& operands, const EinsumSublist* output) {
+  EMBER_CHECK(!operands.empty(),
+              "einsum(): must specify the equation string and at least one operand, or at least one operand and its "
+              "subscripts list");
+  std::string equation;
+  std::vector<Tensor> tensors;
+  tensors.reserve(operands.size());
+  for (const EinsumOperand& operand : operands) {
+    if (!tensors.empty()) equation += ',';
+    append_sublist(equation, operand.subscripts);
+    tensors.push_back(operand.tensor);
+  }
+  if (output) {
+    equation += "->";
+    append_sublist(equation, *output);
+  }
+  return einsum(equation, tensors);
+}
+
 }  // namespace
+
+Tensor einsum(const std::vector<EinsumOperand>& operands) { return einsum_of_sublists(operands, nullptr); }
+
+Tensor einsum(const std::vector<EinsumOperand>& operands, const EinsumSublist& output) {
+  return einsum_of_sublists(operands, &output);
+}
 
 Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
   EMBER_CHECK(!operands.empty(),

@@ -1,7 +1,10 @@
 // einsum against PyTorch 2.15 (tools/gen_einsum_golden.py, opt_einsum off): values and every
-// operand's gradient, finite differences, views, PyTorch's messages and the stand-in device.
+// operand's gradient, finite differences, views, PyTorch's messages and the stand-in device;
+// the sublist form (einsum({{a, {0, 1}}, {b, {1, 2}}}, {0, 2})) likewise.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -175,6 +178,90 @@ TEST(Einsum, PyTorchsMessages) {
             "einsum(): subscript j has size 2 for operand 1 which does not broadcast with previously seen size 3");
 }
 
+/// "0 1;E 1 2->0 2" (the golden's form) as the operands' sublists and the output's, if any.
+struct SublistCall {
+  std::vector<EinsumSublist> inputs;
+  std::optional<EinsumSublist> output;
+};
+
+EinsumSublist parse_sublist(const std::string& text) {
+  EinsumSublist sublist;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (word == "E") {
+      sublist.emplace_back(Ellipsis);
+    } else {
+      sublist.emplace_back(std::stoll(word));
+    }
+  }
+  return sublist;
+}
+
+SublistCall parse_sublists(const std::string& text) {
+  SublistCall call;
+  const size_t arrow = text.find("->");
+  const std::string inputs = text.substr(0, arrow);
+  if (arrow != std::string::npos) call.output = parse_sublist(text.substr(arrow + 2));
+  for (size_t start = 0;;) {
+    const size_t end = inputs.find(';', start);
+    call.inputs.push_back(parse_sublist(inputs.substr(start, end - start)));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return call;
+}
+
+Tensor run_sublists(const SublistCall& call, const std::vector<Tensor>& tensors) {
+  std::vector<EinsumOperand> operands;
+  for (size_t k = 0; k < tensors.size(); ++k) operands.push_back({tensors[k], call.inputs[k]});
+  return call.output ? einsum(operands, *call.output) : einsum(operands);
+}
+
+TEST(EinsumSublist, MatchesPyTorch) {
+  const io::SafetensorsData& g = golden();
+  const int count = std::stoi(g.metadata.at("sublist_count"));
+  EXPECT_GE(count, 14);
+  for (int i = 0; i < count; ++i) {
+    const std::string p = "sublist" + std::to_string(i);
+    SCOPED_TRACE(p + ": " + g.metadata.at(p));
+    const SublistCall call = parse_sublists(g.metadata.at(p));
+    std::vector<Tensor> operands;
+    for (size_t k = 0; k < call.inputs.size(); ++k)
+      operands.push_back(g.at(p + ".op" + std::to_string(k)).clone().requires_grad_());
+    const Tensor y = run_sublists(call, operands);
+    ember_test::expect_close(y, g.at(p + ".y"), 1e-12, 1e-13, "y");
+    const std::vector<Tensor> grads = autograd::grad({y}, operands, {g.at(p + ".gy")});
+    for (size_t k = 0; k < operands.size(); ++k)
+      ember_test::expect_close(grads[k], g.at(p + ".g" + std::to_string(k)), 1e-12, 1e-13, "g" + std::to_string(k));
+  }
+}
+
+TEST(EinsumSublist, PyTorchsMessages) {
+  const io::SafetensorsData& g = golden();
+  const int count = std::stoi(g.metadata.at("sublist_error_count"));
+  EXPECT_GE(count, 6);
+  for (int i = 0; i < count; ++i) {
+    const std::string p = "sublist_error" + std::to_string(i);
+    SCOPED_TRACE(p + ": " + g.metadata.at(p));
+    const SublistCall call = parse_sublists(g.metadata.at(p));
+    std::vector<Tensor> operands;
+    for (size_t k = 0; k < call.inputs.size(); ++k) operands.push_back(g.at(p + ".op" + std::to_string(k)));
+    EXPECT_EQ(error_of([&] { run_sublists(call, operands); }), g.metadata.at(p + ".message"));
+  }
+  EXPECT_EQ(error_of([] { einsum(std::vector<EinsumOperand>{}); }),
+            "einsum(): must specify the equation string and at least one operand, or at least one operand and its "
+            "subscripts list");
+}
+
+TEST(EinsumSublist, ReadsAsTheEquation) {
+  const Tensor a = randn({3, 4}, kFloat64), b = randn({4, 5}, kFloat64), s = randn({2, 3, 3}, kFloat64);
+  EXPECT_TRUE(equal(einsum({{a, {0, 1}}, {b, {1, 2}}}, {0, 2}), einsum("AB,BC->AC", {a, b})));
+  EXPECT_TRUE(equal(einsum({{a, {26, 51}}, {b, {51, 0}}}), einsum("az,zA", {a, b})));
+  EXPECT_TRUE(equal(einsum({{s, {Ellipsis, 8, 8}}}, {Ellipsis, 8}), einsum("...ii->...i", {s})));
+  const Tensor view = einsum({{a, {0, 1}}}, {1, 0});
+  EXPECT_TRUE(view.is_view());
+}
+
 class EinsumDevice : public ember_test::DeviceTest {};
 
 TEST_P(EinsumDevice, MatchesTheCpu) {
@@ -186,6 +273,8 @@ TEST_P(EinsumDevice, MatchesTheCpu) {
   const Tensor x = a.to(d).requires_grad_();
   einsum("bij,bjk->", {x, b.to(d)}).backward();
   EXPECT_EQ(x.grad().device(), d);
+  EXPECT_CLOSE_TO_CPU(einsum({{a.to(d), {Ellipsis, 0, 1}}, {b.to(d), {Ellipsis, 1, 2}}}, {Ellipsis, 0, 2}),
+                      einsum({{a, {Ellipsis, 0, 1}}, {b, {Ellipsis, 1, 2}}}, {Ellipsis, 0, 2}), 1e-14, 1e-14);
 }
 
 EMBER_INSTANTIATE_DEVICE_SUITE(EinsumDevice);
