@@ -252,8 +252,8 @@ Tensor chunked_linear_cross_entropy(const Tensor& input, const Tensor& linear_we
   call->ignore_index = ignore_index;
   call->chunk_rows = chunking.chunk_rows;
 
-  // float16 inputs keep their loss in the accumulation dtype (PyTorch's output dtype).
-  const Dtype loss_dtype = input.dtype() == kFloat16 ? acc : input.dtype();
+  // The loss comes back in the input's dtype whatever the chunks computed in, as PyTorch's.
+  const Dtype loss_dtype = input.dtype();
   const bool needs_grad = autograd::needs_grad({&input, &linear_weight, &linear_bias});
   const bool want_input = input.requires_grad(), want_weight = linear_weight.requires_grad(),
              want_bias = linear_bias.defined() && linear_bias.requires_grad();

@@ -223,6 +223,28 @@ TEST(LinearCrossEntropyChunked, FloatThirtyTwo) {
   ember_test::expect_close(chunked, reference, 1e-6, 1e-6, "loss");
 }
 
+TEST(LinearCrossEntropyChunked, HalfPrecisionAccumulatesInFloat32) {
+  const Tensor x = randn({8, 4}), w = randn({6, 4});
+  const Tensor target = tensor(std::vector<int64_t>{0, 5, 3, 4, 2, 1, 1, 0});
+  const Tensor exact = F::linear_cross_entropy(x, w, target, Tensor(), Tensor(), nn::Reduction::None);
+  for (const Dtype dtype : {kFloat16, kBFloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    const Tensor leaf = x.to(dtype).requires_grad_();
+    const Tensor loss =
+        F::linear_cross_entropy(leaf, w.to(dtype), target, Tensor(), Tensor(), nn::Reduction::None, std::nullopt, 0.0,
+                                nn::LinearCrossEntropyOptions{.batch_chunk_size = 3});
+    EXPECT_EQ(loss.dtype(), dtype);  // PyTorch's: the input's dtype, though the chunks ran in float32
+    const Tensor reference = F::linear_cross_entropy(x.to(dtype).to(kFloat32), w.to(dtype).to(kFloat32), target,
+                                                     Tensor(), Tensor(), nn::Reduction::None)
+                                 .to(dtype);
+    // One rounding to the low precision apart at most (the float32 sums differ in order).
+    ember_test::expect_close(loss.to(kFloat32), reference.to(kFloat32), 1e-2, 1e-2, "loss");
+    loss.sum().backward();
+    EXPECT_EQ(leaf.grad().dtype(), dtype);
+  }
+  EXPECT_EQ(exact.dtype(), kFloat32);
+}
+
 TEST(LinearCrossEntropyChunked, TheModuleTakesOptions) {
   manual_seed(4);
   nn::LinearCrossEntropyLoss chunked(5, 7,
