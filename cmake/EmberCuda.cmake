@@ -2,13 +2,14 @@
 # for (EMBER_WITH_CUDA). Sets:
 #   EMBER_HAVE_CUDA        ON when everything below was found and the CUDA language is enabled;
 #   ember_cuda_libraries   an INTERFACE (imported) target with the include directories, libraries and
-#                          run paths of the CUDA runtime (static), cuBLAS, cuBLASLt and cuDNN;
-#   EMBER_CUDART_LIBRARY, EMBER_CUBLAS_LIBRARY, EMBER_CUBLASLT_LIBRARY, EMBER_CUDNN_LIBRARY and
-#   EMBER_CUBLAS_INCLUDE_DIR, EMBER_CUDNN_INCLUDE_DIR (cache; set them to choose other copies).
+#                          run paths of the CUDA runtime (static), cuBLAS, cuBLASLt, cuSOLVER and cuDNN;
+#   EMBER_CUDART_LIBRARY, EMBER_CUBLAS_LIBRARY, EMBER_CUBLASLT_LIBRARY, EMBER_CUSOLVER_LIBRARY,
+#   EMBER_CUDNN_LIBRARY and EMBER_CUBLAS_INCLUDE_DIR, EMBER_CUSOLVER_INCLUDE_DIR,
+#   EMBER_CUDNN_INCLUDE_DIR (cache; set them to choose other copies).
 #
 # Where the libraries come from: the toolkit (or the system's library folders) first. What the
 # toolkit lacks is looked for in pip's nvidia-* wheels (nvidia-cuda-runtime, nvidia-cublas,
-# nvidia-cudnn-cu13; CUDA 12's nvidia-*-cu12 layout too), in the site-packages of
+# nvidia-cusolver, nvidia-cudnn-cu13; CUDA 12's nvidia-*-cu12 layout too), in the site-packages of
 # EMBER_CUDA_PYTHON (python3 on PATH by default) or in the nvidia/ folders named by
 # EMBER_CUDA_WHEEL_DIRS. A CUDA image with PyTorch has those wheels, and may have an nvcc whose
 # toolkit holds no cuBLAS or cuDNN. Each library's headers come from the same place as the
@@ -71,6 +72,30 @@ function(_ember_cuda_pair lib_var include_var header file)
   endforeach()
 endfunction()
 
+# _ember_cuda_pair_glob(LIB_VAR INCLUDE_VAR HEADER PATTERN SUBDIRS...): _ember_cuda_pair for a
+# library whose major version is not CUDA's (cuSOLVER 12 comes with CUDA 13, 11 with CUDA 12):
+# the first file matching PATTERN (its shortest name, the soname) beside HEADER.
+function(_ember_cuda_pair_glob lib_var include_var header pattern)
+  if(${lib_var} AND ${include_var})
+    return()
+  endif()
+  foreach(wheel IN LISTS _ember_wheel_dirs)
+    foreach(sub IN LISTS ARGN)
+      if(NOT EXISTS "${wheel}/${sub}/include/${header}")
+        continue()
+      endif()
+      file(GLOB found "${wheel}/${sub}/lib/${pattern}")
+      if(found)
+        list(SORT found)
+        list(GET found 0 first)
+        set(${lib_var} "${first}" CACHE FILEPATH "" FORCE)
+        set(${include_var} "${wheel}/${sub}/include" CACHE PATH "" FORCE)
+        return()
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
+
 if(NOT EMBER_WITH_CUDA STREQUAL "OFF")
   set(EMBER_CUDA_WHEEL_DIRS "" CACHE STRING
       "nvidia/ folders of pip's wheels to take CUDA libraries from when the toolkit lacks them (empty: ask EMBER_CUDA_PYTHON)")
@@ -88,11 +113,14 @@ if(NOT EMBER_WITH_CUDA STREQUAL "OFF")
     find_library(EMBER_CUBLAS_LIBRARY NAMES cublas HINTS ${_ember_toolkit_libs})
     find_library(EMBER_CUBLASLT_LIBRARY NAMES cublasLt HINTS ${_ember_toolkit_libs})
     find_path(EMBER_CUBLAS_INCLUDE_DIR cublas_v2.h HINTS ${CUDAToolkit_INCLUDE_DIR})
+    find_library(EMBER_CUSOLVER_LIBRARY NAMES cusolver HINTS ${_ember_toolkit_libs})
+    find_path(EMBER_CUSOLVER_INCLUDE_DIR cusolverDn.h HINTS ${CUDAToolkit_INCLUDE_DIR})
     find_library(EMBER_CUDNN_LIBRARY NAMES cudnn HINTS ${_ember_toolkit_libs})
     find_path(EMBER_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIR})
 
     if(NOT (EMBER_CUDART_LIBRARY AND EMBER_CUBLAS_LIBRARY AND EMBER_CUBLASLT_LIBRARY AND EMBER_CUBLAS_INCLUDE_DIR
-            AND EMBER_CUDNN_LIBRARY AND EMBER_CUDNN_INCLUDE_DIR))
+            AND EMBER_CUSOLVER_LIBRARY AND EMBER_CUSOLVER_INCLUDE_DIR AND EMBER_CUDNN_LIBRARY
+            AND EMBER_CUDNN_INCLUDE_DIR))
       _ember_cuda_wheel_dirs(_ember_wheel_dirs)
       # CUDA 13's wheels share nvidia/cu13/{include,lib}; CUDA 12's have a folder per library.
       _ember_cuda_pair(EMBER_CUDART_LIBRARY "" "" libcudart_static.a cu${_ember_cuda_major} cuda_runtime)
@@ -104,6 +132,14 @@ if(NOT EMBER_WITH_CUDA STREQUAL "OFF")
       if(EMBER_CUBLAS_LIBRARY MATCHES "${_ember_wheel_regex}")
         get_filename_component(_ember_dir "${EMBER_CUBLAS_LIBRARY}" DIRECTORY)
         set(EMBER_CUBLASLT_LIBRARY "${_ember_dir}/libcublasLt.so.${_ember_cuda_major}" CACHE FILEPATH "" FORCE)
+      endif()
+      # cuSOLVER (with the cuSPARSE and nvJitLink it loads from its own folder) and its header
+      # from one place.
+      if(NOT EMBER_CUSOLVER_LIBRARY OR NOT EMBER_CUSOLVER_INCLUDE_DIR)
+        set(EMBER_CUSOLVER_LIBRARY NOTFOUND CACHE FILEPATH "" FORCE)
+        set(EMBER_CUSOLVER_INCLUDE_DIR NOTFOUND CACHE PATH "" FORCE)
+        _ember_cuda_pair_glob(EMBER_CUSOLVER_LIBRARY EMBER_CUSOLVER_INCLUDE_DIR cusolverDn.h "libcusolver.so.[0-9]*"
+                              cu${_ember_cuda_major} cusolver)
       endif()
       # cuDNN's wheel has no unversioned libcudnn.so: the major version comes from its header.
       foreach(_ember_wheel IN LISTS _ember_wheel_dirs)
@@ -119,7 +155,8 @@ if(NOT EMBER_WITH_CUDA STREQUAL "OFF")
     endif()
 
     set(_ember_missing "")
-    foreach(_ember_what CUDART_LIBRARY CUBLAS_LIBRARY CUBLASLT_LIBRARY CUBLAS_INCLUDE_DIR CUDNN_LIBRARY CUDNN_INCLUDE_DIR)
+    foreach(_ember_what CUDART_LIBRARY CUBLAS_LIBRARY CUBLASLT_LIBRARY CUBLAS_INCLUDE_DIR CUSOLVER_LIBRARY
+                        CUSOLVER_INCLUDE_DIR CUDNN_LIBRARY CUDNN_INCLUDE_DIR)
       if(NOT EMBER_${_ember_what} OR NOT EXISTS "${EMBER_${_ember_what}}")
         list(APPEND _ember_missing ${_ember_what})
       endif()
@@ -127,7 +164,7 @@ if(NOT EMBER_WITH_CUDA STREQUAL "OFF")
     if(_ember_missing)
       list(JOIN _ember_missing ", " _ember_missing)
       set(EMBER_CUDA_MISSING
-          "not all of the CUDA runtime (static), cuBLAS, cuBLASLt and cuDNN were found (missing: ${_ember_missing}), "
+          "not all of the CUDA runtime (static), cuBLAS, cuBLASLt, cuSOLVER and cuDNN were found (missing: ${_ember_missing}), "
           "neither beside nvcc (${_ember_cuda_root}) nor in pip's nvidia-* wheels of ${EMBER_CUDA_PYTHON} "
           "(${_ember_wheel_dirs}); set EMBER_CUDA_PYTHON or EMBER_CUDA_WHEEL_DIRS to the wheels' Python or nvidia/ folders")
     endif()
@@ -185,15 +222,17 @@ if(NOT EMBER_WITH_CUDA STREQUAL "OFF")
     # cuDNN's under -Werror) and it is never part of an export set.
     find_package(Threads REQUIRED)
     add_library(ember_cuda_libraries INTERFACE IMPORTED GLOBAL)
-    set(_ember_includes ${CUDAToolkit_INCLUDE_DIR} ${EMBER_CUBLAS_INCLUDE_DIR} ${EMBER_CUDNN_INCLUDE_DIR})
+    set(_ember_includes ${CUDAToolkit_INCLUDE_DIR} ${EMBER_CUBLAS_INCLUDE_DIR} ${EMBER_CUSOLVER_INCLUDE_DIR}
+                        ${EMBER_CUDNN_INCLUDE_DIR})
     list(REMOVE_DUPLICATES _ember_includes)
     # The static runtime needs the real-time, thread and loader libraries (as CUDA::cudart_static).
-    set(_ember_links ${EMBER_CUDART_LIBRARY} ${EMBER_CUBLAS_LIBRARY} ${EMBER_CUBLASLT_LIBRARY} ${EMBER_CUDNN_LIBRARY}
-                     Threads::Threads ${CMAKE_DL_LIBS} rt)
+    set(_ember_links ${EMBER_CUDART_LIBRARY} ${EMBER_CUBLAS_LIBRARY} ${EMBER_CUBLASLT_LIBRARY} ${EMBER_CUSOLVER_LIBRARY}
+                     ${EMBER_CUDNN_LIBRARY} Threads::Threads ${CMAKE_DL_LIBS} rt)
     set_target_properties(ember_cuda_libraries PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_ember_includes}"
                                                           INTERFACE_LINK_LIBRARIES "${_ember_links}")
     set(_ember_from_wheels "")
-    foreach(_ember_lib ${EMBER_CUDART_LIBRARY} ${EMBER_CUBLAS_LIBRARY} ${EMBER_CUBLASLT_LIBRARY} ${EMBER_CUDNN_LIBRARY})
+    foreach(_ember_lib ${EMBER_CUDART_LIBRARY} ${EMBER_CUBLAS_LIBRARY} ${EMBER_CUBLASLT_LIBRARY} ${EMBER_CUSOLVER_LIBRARY}
+                       ${EMBER_CUDNN_LIBRARY})
       if(_ember_lib MATCHES "${_ember_wheel_regex}")
         get_filename_component(_ember_dir "${_ember_lib}" DIRECTORY)
         list(APPEND _ember_from_wheels "${_ember_dir}")
@@ -220,14 +259,14 @@ if(NOT EMBER_WITH_CUDA STREQUAL "OFF")
 
     message(STATUS "ember: CUDA support ON (toolkit ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
     message(STATUS "ember: CUDA runtime ${EMBER_CUDART_LIBRARY}; cuBLAS ${EMBER_CUBLAS_LIBRARY}; "
-                   "cuBLASLt ${EMBER_CUBLASLT_LIBRARY}; cuDNN ${EMBER_CUDNN_LIBRARY}")
+                   "cuBLASLt ${EMBER_CUBLASLT_LIBRARY}; cuSOLVER ${EMBER_CUSOLVER_LIBRARY}; cuDNN ${EMBER_CUDNN_LIBRARY}")
     if(_ember_from_wheels)
       message(STATUS "ember: from pip's wheels, with run paths: ${_ember_from_wheels}")
     endif()
   elseif(EMBER_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "EMBER_WITH_CUDA=ON but ${EMBER_CUDA_MISSING}. "
                         "Install the CUDA toolkit with cuDNN (or, beside nvcc, pip's nvidia-* wheels of the CUDA "
-                        "runtime, cuBLAS and cuDNN) or configure with -DEMBER_WITH_CUDA=OFF.")
+                        "runtime, cuBLAS, cuSOLVER and cuDNN) or configure with -DEMBER_WITH_CUDA=OFF.")
   else()
     message(STATUS "ember: CUDA support OFF (${EMBER_CUDA_MISSING})")
   endif()

@@ -1,9 +1,11 @@
 // Norms and the reductions built from other reductions: vector_norm (with PyTorch's gradient at a
-// zero norm and at ties of the infinity norms), matrix_norm, norm, cdist, logsumexp, any, all,
+// zero norm and at ties of the infinity norms), matrix_norm (2, -2 and "nuc" from the singular
+// values, ember/linalg.h), norm, cdist, logsumexp, any, all,
 // count_nonzero, nansum, nanmean, var_mean, std_mean, aminmax; and addmm/baddbmm.
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/node.h"
@@ -11,6 +13,7 @@
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
 #include "ember/grad_mode.h"
+#include "ember/linalg.h"
 #include "ember/ops.h"
 
 namespace ember {
@@ -91,27 +94,87 @@ Tensor vector_norm(const Tensor& x, double ord, IntList dims, bool keepdim, std:
   return out;
 }
 
-Tensor matrix_norm(const Tensor& a, std::string_view ord, IntList dims, bool keepdim) {
-  EMBER_CHECK(ord == "fro", "linalg.matrix_norm: ord '", ord,
-              "' is not supported (ember has the Frobenius norm and the numeric orders ±1 and ±inf; the nuclear "
-              "norm needs a singular value decomposition, which ember does not have)");
+namespace {
+
+/// The dims as PyTorch prints a std::vector in its messages: "0 1 2".
+std::string spaced(IntList dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? " " : "") + std::to_string(dims[i]);
+  return s;
+}
+
+/// PyTorch's _linalg_matrix_norm_checks, in its order: A a matrix of a floating dtype (float16
+/// and bfloat16 refused where an SVD is needed), dims two distinct dimensions. Returns them wrapped.
+std::pair<int64_t, int64_t> check_matrix_norm(const Tensor& a, IntList dims, bool low_precision) {
+  check_defined(a, "linalg.matrix_norm");
   EMBER_CHECK(a.dim() >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.");
-  EMBER_CHECK(dims.size() == 2, "linalg.matrix_norm: dim must be a 2-tuple. Got ", detail::shape_str(dims));
-  return vector_norm(a, 2.0, dims, keepdim);
+  EMBER_CHECK(a.is_floating_point(), "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got ",
+              scalar_type_name(a.dtype()));
+  EMBER_CHECK(low_precision || (a.dtype() != kFloat16 && a.dtype() != kBFloat16),
+              "linalg.matrix_norm: Low precision dtypes not supported. Got ", scalar_type_name(a.dtype()));
+  EMBER_CHECK(dims.size() == 2, "linalg.matrix_norm: dim must be a 2-tuple. Got ", spaced(dims));
+  const int64_t d0 = detail::wrap_dim(dims[0], a.dim()), d1 = detail::wrap_dim(dims[1], a.dim());
+  EMBER_CHECK(d0 != d1, "linalg.matrix_norm: dims must be different. Got (", d0, ", ", d1, ")");
+  return {d0, d1};
+}
+
+enum class SingularValueNorm { Largest, Smallest, Sum };
+
+/// The norms of the singular values (ord 2, -2, "nuc"), as PyTorch computes them: the two dims
+/// moved to the end, svdvals, then amax, amin or sum over them, so that the gradient is amax's,
+/// amin's or sum's through svdvals'. keepdim puts the two dims back as ones.
+Tensor singular_value_norm(const Tensor& a, int64_t d0, int64_t d1, SingularValueNorm which, bool keepdim) {
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    if (d != d0 && d != d1) order.push_back(d);
+  }
+  order.push_back(d0);
+  order.push_back(d1);
+  const Tensor s = linalg::svdvals(a.permute(order));
+  Tensor out;
+  if (which == SingularValueNorm::Sum) {
+    out = sum(s, {-1}, keepdim);
+  } else if (s.size(-1) == 0 && which == SingularValueNorm::Largest) {
+    // An empty matrix's largest singular value is 0 in PyTorch (its amax here does not refuse).
+    std::vector<int64_t> sizes = s.sizes().vec();
+    if (keepdim)
+      sizes.back() = 1;
+    else
+      sizes.pop_back();
+    out = zeros(sizes, TensorOptions(s.dtype()).device(s.device()));
+  } else {
+    EMBER_CHECK(s.size(-1) != 0, which == SingularValueNorm::Largest ? "amax" : "amin",
+                "(): Expected reduction dim -1 to have non-zero size.");
+    out = which == SingularValueNorm::Largest ? amax(s, {-1}, keepdim) : amin(s, {-1}, keepdim);
+  }
+  if (!keepdim) return out;
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); ++i) back[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  return out.unsqueeze(-1).permute(back);
+}
+
+}  // namespace
+
+Tensor matrix_norm(const Tensor& a, std::string_view ord, IntList dims, bool keepdim) {
+  detail::OpContext context("linalg_matrix_norm", {{"input", &a}});
+  EMBER_CHECK(ord == "fro" || ord == "nuc", "linalg.matrix_norm: Order ", ord, " not supported.");
+  const auto [d0, d1] = check_matrix_norm(a, dims, /*low_precision=*/ord != "nuc");
+  if (ord == "fro") return vector_norm(a, 2.0, {d0, d1}, keepdim);
+  return singular_value_norm(a, d0, d1, SingularValueNorm::Sum, keepdim);
 }
 
 Tensor matrix_norm(const Tensor& a, double ord, IntList dims, bool keepdim) {
   detail::OpContext context("linalg_matrix_norm", {{"input", &a}});
-  check_defined(a, "linalg.matrix_norm");
-  EMBER_CHECK(a.dim() >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.");
-  EMBER_CHECK(dims.size() == 2, "linalg.matrix_norm: dim must be a 2-tuple. Got ", detail::shape_str(dims));
-  EMBER_CHECK(std::abs(ord) == 1 || std::abs(ord) == kInf, "linalg.matrix_norm: Order ", ord,
-              " not supported (ember has 'fro', ±1 and ±inf; ±2 needs a singular value decomposition)");
-  int64_t d0 = detail::wrap_dim(dims[0], a.dim()), d1 = detail::wrap_dim(dims[1], a.dim());
+  EMBER_CHECK(std::abs(ord) == 2 || std::abs(ord) == 1 || std::abs(ord) == kInf, "linalg.matrix_norm: Order ", ord,
+              " not supported.");
+  const auto [d0, d1] = check_matrix_norm(a, dims, /*low_precision=*/std::abs(ord) != 2);
+  if (std::abs(ord) == 2) {
+    return singular_value_norm(a, d0, d1, ord > 0 ? SingularValueNorm::Largest : SingularValueNorm::Smallest, keepdim);
+  }
   // ord ±1: the max/min absolute column sum (sum over rows, d0); ±inf: the row sums (over d1).
   const bool columns = std::abs(ord) == 1;
   const int64_t summed = columns ? d0 : d1;
-  int64_t other = columns ? d1 : d0;
+  const int64_t other = columns ? d1 : d0;
   Tensor sums = sum(abs(a), {summed}, /*keepdim=*/true);
   Tensor out = ord > 0 ? amax(sums, {other}, true) : amin(sums, {other}, true);
   if (!keepdim) out = out.squeeze(std::max(d0, d1)).squeeze(std::min(d0, d1));
