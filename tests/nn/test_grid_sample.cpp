@@ -1,6 +1,8 @@
 // affine_grid and grid_sample against PyTorch 2.15 (tools/gen_grid_sample_golden.py): values and
-// the gradients of input, grid and theta for every mode, padding and align_corners, finite
-// differences, PyTorch's messages and warnings, and the stand-in device.
+// the gradients of input, grid and theta for every mode, padding and align_corners (random grids
+// and grids of exact pixel centres, edges and ties, 2-D and 3-D, float64 to float16), second
+// derivatives, finite differences, strided and empty inputs, PyTorch's messages and warnings, and
+// the stand-in device.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -52,19 +54,126 @@ TEST(GridSample, MatchesPyTorch) {
   for (const ember_test::GoldenCase& c : ember_test::golden_cases(g.metadata)) {
     if (c.kind != "grid_sample") continue;
     SCOPED_TRACE(c.description);
-    const bool float32 = c.options.count("dtype") != 0;
-    const Dtype dtype = float32 ? kFloat32 : kFloat64;
+    const std::string dtype_name = c.options.count("dtype") != 0 ? c.options.at("dtype") : "float64";
+    const Dtype dtype = dtype_name == "float32"    ? kFloat32
+                        : dtype_name == "float16"  ? kFloat16
+                        : dtype_name == "bfloat16" ? kBFloat16
+                                                   : kFloat64;
     const Tensor input = g.at("shared." + c.options.at("input")).to(dtype, false, true).requires_grad_();
     const Tensor grid = g.at("shared." + c.options.at("grid")).to(dtype, false, true).requires_grad_();
     const Tensor y = F::grid_sample(input, grid, c.options.at("mode"), c.options.at("padding"), c.flag("align"));
-    const double rtol = float32 ? 2e-5 : 1e-12, atol = float32 ? 2e-5 : 1e-12;
-    ember_test::expect_close(y, g.at(c.prefix + "y"), rtol, atol, "y");
+    EXPECT_EQ(y.dtype(), dtype);
+    // float32 to its rounding. float16 and bfloat16 are computed in float32 and rounded once,
+    // where PyTorch's 2-D bilinear kernel rounds its weights and partial sums to the 16-bit type:
+    // a few of their ulps apart, the grid's gradient (summed over channels and taps) more.
+    const double rtol = dtype == kFloat64 ? 1e-12 : dtype == kFloat32 ? 2e-5 : dtype == kFloat16 ? 1e-2 : 3e-2;
+    const double tol = dtype == kFloat64 ? 1e-12 : dtype == kFloat32 ? 2e-5 : dtype == kFloat16 ? 1e-2 : 6e-2;
+    const double grid_tol = dtype == kFloat64 ? 1e-12 : dtype == kFloat32 ? 1e-4 : dtype == kFloat16 ? 5e-2 : 0.25;
+    ember_test::expect_close(y, g.at(c.prefix + "y"), rtol, tol, "y");
     const std::vector<Tensor> grads = autograd::grad({y}, {input, grid}, {g.at(c.prefix + "gy")});
-    ember_test::expect_close(grads[0], g.at(c.prefix + "ginput"), rtol, atol, "ginput");
-    ember_test::expect_close(grads[1], g.at(c.prefix + "ggrid"), rtol, float32 ? 1e-4 : 1e-12, "ggrid");
+    EXPECT_EQ(grads[0].dtype(), dtype);
+    EXPECT_EQ(grads[1].dtype(), dtype);
+    ember_test::expect_close(grads[0], g.at(c.prefix + "ginput"), rtol, tol, "ginput");
+    ember_test::expect_close(grads[1], g.at(c.prefix + "ggrid"), rtol, grid_tol, "ggrid");
     ++ran;
   }
-  EXPECT_EQ(ran, 42);
+  EXPECT_EQ(ran, 81);
+}
+
+// PyTorch's GridSampler2DBackwardBackward0 (and 3D): the gradients made with create_graph are
+// differentiable again, in input, grid and the incoming gradient.
+TEST(GridSample, SecondDerivativesMatchPyTorch) {
+  const io::SafetensorsData& g = golden();
+  int ran = 0;
+  for (const ember_test::GoldenCase& c : ember_test::golden_cases(g.metadata)) {
+    if (c.kind != "grid_sample_double") continue;
+    SCOPED_TRACE(c.description);
+    const Tensor input = g.at("shared." + c.options.at("input")).clone().requires_grad_();
+    const Tensor grid = g.at("shared." + c.options.at("grid")).clone().requires_grad_();
+    const Tensor gy = g.at(c.prefix + "gy").clone().requires_grad_();
+    const Tensor y = F::grid_sample(input, grid, c.options.at("mode"), c.options.at("padding"), c.flag("align"));
+    const std::vector<Tensor> first = autograd::grad({y}, {input, grid}, {gy}, std::nullopt, /*create_graph=*/true);
+    const Tensor s = (first[0] * g.at(c.prefix + "vx")).sum() + (first[1] * g.at(c.prefix + "vg")).sum();
+    const std::vector<Tensor> second =
+        autograd::grad({s}, {input, grid, gy}, autograd::GradOptions{.materialize_grads = true});
+    ember_test::expect_close(second[0], g.at(c.prefix + "ddx"), 1e-12, 1e-12, "ddx");
+    ember_test::expect_close(second[1], g.at(c.prefix + "ddgrid"), 1e-12, 1e-12, "ddgrid");
+    ember_test::expect_close(second[2], g.at(c.prefix + "ddgy"), 1e-12, 1e-12, "ddgy");
+    ++ran;
+  }
+  EXPECT_EQ(ran, 5);
+}
+
+// The create_graph path (the composed form) gives the kernels' first derivatives.
+TEST(GridSample, RecordedBackwardMatchesTheKernels) {
+  manual_seed(5);
+  const Tensor input = randn({2, 3, 4, 5}, kFloat64), grid = rand({2, 3, 4, 2}, kFloat64) * 2.6 - 1.3;
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    SCOPED_TRACE(mode);
+    const Tensor x = input.clone().requires_grad_(), g = grid.clone().requires_grad_();
+    const Tensor y = F::grid_sample(x, g, mode, "reflection", false);
+    const Tensor gy = randn_like(y);
+    const std::vector<Tensor> plain = autograd::grad({y}, {x, g}, {gy}, /*retain_graph=*/true);
+    const std::vector<Tensor> recorded = autograd::grad({y}, {x, g}, {gy}, std::nullopt, /*create_graph=*/true);
+    EXPECT_TRUE(recorded[0].requires_grad());
+    ember_test::expect_close(recorded[0], plain[0], 1e-13, 1e-13, "ginput");
+    ember_test::expect_close(recorded[1], plain[1], 1e-12, 1e-12, "ggrid");
+  }
+}
+
+// Views with any strides (a transposed input, a grid sliced from a wider one, a gradient that is
+// a broadcast) give what their contiguous copies give.
+TEST(GridSample, StridedViews) {
+  manual_seed(6);
+  const Tensor input_base = randn({2, 5, 4, 3}, kFloat64).requires_grad_();
+  const Tensor grid_base = (rand({2, 3, 6, 3}, kFloat64) * 2.4 - 1.2).requires_grad_();
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    SCOPED_TRACE(mode);
+    const Tensor input = input_base.transpose(2, 3);                // [2, 5, 3, 4], not contiguous
+    const Tensor grid = grid_base.narrow(2, 1, 4).narrow(3, 0, 2);  // [2, 3, 4, 2], strided
+    const Tensor x = input.detach().contiguous().requires_grad_(), g = grid.detach().contiguous().requires_grad_();
+    const Tensor y = F::grid_sample(x, g, mode, "border", true);
+    const Tensor y_strided = F::grid_sample(input, grid, mode, "border", true);
+    EXPECT_TRUE(equal(y_strided, y));
+    const Tensor gy = ones({1}, kFloat64).expand(y.sizes());  // a broadcast gradient: strides 0
+    const std::vector<Tensor> want = autograd::grad({y}, {x, g}, {gy.contiguous()});
+    const std::vector<Tensor> got = autograd::grad({y_strided}, {input_base, grid_base}, {gy});
+    EXPECT_TRUE(equal(got[0].transpose(2, 3), want[0]));
+    EXPECT_TRUE(equal(got[1].narrow(2, 1, 4).narrow(3, 0, 2), want[1]));
+  }
+}
+
+// No samples, no channels or no points: empty results and zero gradients, as PyTorch's.
+TEST(GridSample, EmptySizes) {
+  struct Shapes {
+    std::vector<int64_t> input, grid;
+  };
+  for (const Shapes& s : {Shapes{{0, 2, 3, 4}, {0, 2, 2, 2}}, Shapes{{2, 0, 3, 4}, {2, 2, 2, 2}},
+                          Shapes{{2, 3, 3, 4}, {2, 0, 5, 2}}, Shapes{{1, 2, 2, 3, 4}, {1, 2, 0, 1, 3}}}) {
+    const Tensor x = randn(s.input, kFloat64).requires_grad_();
+    const Tensor g = rand(s.grid, kFloat64).requires_grad_();
+    const Tensor y = F::grid_sample(x, g, "bilinear", "zeros", false);
+    std::vector<int64_t> want = {s.input[0], s.input[1]};
+    want.insert(want.end(), s.grid.begin() + 1, s.grid.end() - 1);
+    EXPECT_EQ(y.sizes().vec(), want);
+    const std::vector<Tensor> grads = autograd::grad({y.sum()}, {x, g});
+    EXPECT_TRUE(equal(grads[0], zeros_like(x)));
+    EXPECT_TRUE(equal(grads[1], zeros_like(g)));
+  }
+}
+
+// A gradient for one input only: the other gets none, and the one asked for is the same.
+TEST(GridSample, OneGradientAtATime) {
+  manual_seed(7);
+  const Tensor input = randn({2, 2, 3, 4}, kFloat64), grid = rand({2, 3, 2, 2}, kFloat64) * 2 - 1;
+  const Tensor x = input.clone().requires_grad_(), g = grid.clone().requires_grad_();
+  const std::vector<Tensor> both = autograd::grad({F::grid_sample(x, g, "bicubic", "zeros", false).sum()}, {x, g});
+  const Tensor only_x = input.clone().requires_grad_();
+  F::grid_sample(only_x, grid, "bicubic", "zeros", false).sum().backward();
+  EXPECT_TRUE(equal(only_x.grad(), both[0]));
+  const Tensor only_grid = grid.clone().requires_grad_();
+  F::grid_sample(input, only_grid, "bicubic", "zeros", false).sum().backward();
+  EXPECT_TRUE(equal(only_grid.grad(), both[1]));
 }
 
 TEST(AffineGrid, MatchesPyTorch) {
@@ -120,11 +229,30 @@ TEST(GridSample, FiniteDifferences) {
           {input, grid});
     }
   }
-  const Tensor volume = randn({1, 1, 2, 3, 3}), grid3 = rand({1, 1, 2, 2, 3}) * 1.6 - 0.8;
-  ember::test::gradcheck(
-      "trilinear",
-      [](const std::vector<Tensor>& xs) { return F::grid_sample(xs[0], xs[1], "bilinear", "zeros", true); },
-      {volume, grid3});
+  const Tensor volume = randn({1, 2, 2, 3, 3}), grid3 = rand({1, 1, 2, 2, 3}) * 1.6 - 0.8;
+  for (const char* mode : {"bilinear", "bicubic"}) {
+    for (const char* padding : {"zeros", "border", "reflection"}) {
+      SCOPED_TRACE(std::string("3-D ") + mode + " " + padding);
+      ember::test::gradcheck(
+          std::string("3-D ") + mode + padding,
+          [mode, padding](const std::vector<Tensor>& xs) { return F::grid_sample(xs[0], xs[1], mode, padding, true); },
+          {volume, grid3});
+    }
+  }
+  // nearest: the input's gradient (the grid's is zero, and so are its finite differences away
+  // from the rounding ties).
+  for (const Tensor& x : {input, volume}) {
+    const Tensor grid_of_x = (x.dim() == 4 ? grid : grid3).to(kFloat64);
+    ember::test::gradcheck("nearest",
+                           [grid_of_x](const std::vector<Tensor>& xs) {
+                             return F::grid_sample(xs[0], grid_of_x, "nearest", "reflection", false);
+                           },
+                           {x});
+  }
+  ember::test::gradgradcheck(
+      "bilinear second derivatives",
+      [](const std::vector<Tensor>& xs) { return F::grid_sample(xs[0], xs[1], "bilinear", "border", false); },
+      {input, grid});
   ember::test::gradcheck("affine_grid",
                          [](const std::vector<Tensor>& xs) {
                            return F::affine_grid(xs[0], {1, 1, 2, 3}, false);
@@ -235,6 +363,35 @@ TEST_P(GridSampleDevice, MatchesTheCpu) {
   F::grid_sample(x, gd, "bilinear", "zeros", true).sum().backward();
   EXPECT_EQ(x.grad().device(), d);
   EXPECT_EQ(gd.grad().device(), d);
+}
+
+// Every mode, padding, rank and float type, forward and both gradients, against the CPU.
+TEST_P(GridSampleDevice, GradientsMatchTheCpu) {
+  const Device d = device();
+  manual_seed(8);
+  const Tensor image = randn({2, 3, 4, 5}, kFloat64), image_grid = rand({2, 3, 4, 2}, kFloat64) * 3 - 1.5;
+  const Tensor volume = randn({2, 2, 3, 4, 3}, kFloat64), volume_grid = rand({2, 2, 3, 2, 3}, kFloat64) * 3 - 1.5;
+  for (const Dtype dtype : {kFloat64, kFloat32}) {
+    for (const bool three_d : {false, true}) {
+      const Tensor input = (three_d ? volume : image).to(dtype), grid = (three_d ? volume_grid : image_grid).to(dtype);
+      for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+        for (const char* padding : {"zeros", "border", "reflection"}) {
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + (three_d ? " 3-D " : " 2-D ") + mode + " " + padding);
+          const Tensor x_cpu = input.clone().requires_grad_(), g_cpu = grid.clone().requires_grad_();
+          const Tensor x_dev = input.to(d).requires_grad_(), g_dev = grid.to(d).requires_grad_();
+          const Tensor y_cpu = F::grid_sample(x_cpu, g_cpu, mode, padding, false);
+          const Tensor y_dev = F::grid_sample(x_dev, g_dev, mode, padding, false);
+          const double tol = dtype == kFloat64 ? 1e-12 : 1e-5;
+          EXPECT_CLOSE_TO_CPU(y_dev, y_cpu, tol, tol);
+          const Tensor gy = randn_like(y_cpu);
+          const std::vector<Tensor> want = autograd::grad({y_cpu}, {x_cpu, g_cpu}, {gy});
+          const std::vector<Tensor> got = autograd::grad({y_dev}, {x_dev, g_dev}, {gy.to(d)});
+          EXPECT_CLOSE_TO_CPU(got[0], want[0], tol, tol);
+          EXPECT_CLOSE_TO_CPU(got[1], want[1], tol, 10 * tol);
+        }
+      }
+    }
+  }
 }
 
 EMBER_INSTANTIATE_DEVICE_SUITE(GridSampleDevice);
