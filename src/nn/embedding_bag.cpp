@@ -1,6 +1,7 @@
 // EmbeddingBag and functional::embedding_bag (include/ember/nn/embedding_bag.h): PyTorch's
-// checks in its order (torch.nn.functional's, then ATen's), the bags laid out on the host, and
-// the reduction composed of index_select, scatter_add, masked_fill and max.
+// checks in its order (torch.nn.functional's, then ATen's), max_norm's renormalisation, and the
+// input laid out as int64 indices with B + 1 bag boundaries for the reduction's kernels
+// (src/ops/embedding_bag.cpp; the indices' range is checked there).
 #include "ember/nn/embedding_bag.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "ember/grad_mode.h"
 #include "ember/nn/init.h"
 #include "ember/ops.h"
+#include "ops/embedding_bag.h"
 
 namespace ember::nn {
 
@@ -92,14 +94,12 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
               "embedding_bag: If per_sample_weights (", torch_size(per_sample_weights.sizes()),
               ") is not None, then it must have the same shape as the input (", torch_size(input.sizes()), ")");
   EMBER_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
-  std::vector<int64_t> starts;  // where each bag starts in the flattened input
   bool last_offset = include_last_offset;
   if (input.dim() == 2) {
     EMBER_CHECK(!offsets.defined(),
                 "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
                 "sequences. However, found offsets of type <class 'torch.Tensor'>");
     EMBER_CHECK(input.size(1) != 0, "step must be nonzero");
-    for (int64_t b = 0; b < input.size(0); ++b) starts.push_back(b * input.size(1));
     last_offset = false;
   } else if (input.dim() == 1) {
     EMBER_CHECK(offsets.defined(), "offsets has to be a 1D Tensor but got None");
@@ -126,14 +126,13 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
       index_type == kInt64 || index_type == kInt32,
       "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got ",
       legacy_type(index_type, input.device()), " instead (while checking arguments for embedding_bag)");
-  const std::vector<int64_t> indices = host_values(input);
-  if (max_norm) renorm(weight, indices, *max_norm, norm_type);
+  if (max_norm) renorm(weight, host_values(input), *max_norm, norm_type);
   EMBER_CHECK(!weighted || how == Mode::Sum,
               "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
               "(got mode='",
               mode, "'). Please open a feature request on GitHub.");
   EMBER_CHECK(!sparse, "embedding_bag: sparse=True is not supported: ember has no sparse gradients");
-  const int64_t num_embeddings = weight.size(0), dim = weight.size(1);
+  const int64_t num_embeddings = weight.size(0);
   int64_t pad = -1;
   if (padding_idx) {
     pad = *padding_idx;
@@ -146,17 +145,21 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
               "Expected tensor for argument #1 'weight' to have one of the following scalar types: Half, BFloat16, "
               "Float, Double; but got ",
               legacy_type(weight.dtype(), weight.device()), " instead (while checking arguments for embedding_bag)");
-  const int64_t length = static_cast<int64_t>(indices.size());
-  if (input.dim() == 1) {
-    starts = host_values(offsets);
-    if (!starts.empty()) {
-      EMBER_CHECK(starts.front() == 0,
-                  "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
-                  "However, got ",
-                  starts.front());
-      EMBER_CHECK(starts.back() <= length, "offsets[-1] can not be greater than input's length ", length,
-                  " but got offsets[-1] of ", starts.back());
-    }
+  const int64_t length = input.numel();
+  const Device device = weight.device();
+  const TensorOptions long_options = TensorOptions().dtype(kInt64).device(device);
+  // The B + 1 bag boundaries the kernels take. The offsets' values are checked where they can be
+  // read without waiting for a device (PyTorch's CPU kernel checks them; its CUDA kernels do
+  // not); a device's kernels clamp them instead.
+  const bool offsets_on_host = input.dim() == 1 && offsets.device().is_cpu();
+  std::vector<int64_t> starts = offsets_on_host ? host_values(offsets) : std::vector<int64_t>();
+  if (!starts.empty()) {
+    EMBER_CHECK(starts.front() == 0,
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
+                "However, got ",
+                starts.front());
+    EMBER_CHECK(starts.back() <= length, "offsets[-1] can not be greater than input's length ", length,
+                " but got offsets[-1] of ", starts.back());
   }
   if (weighted) {
     EMBER_CHECK(per_sample_weights.dtype() == weight.dtype(),
@@ -166,95 +169,29 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const Tensor& of
                 legacy_type(per_sample_weights.dtype(), per_sample_weights.device()),
                 " (while checking arguments for embedding_bag)");
   }
-  if (last_offset) {
-    EMBER_CHECK(!starts.empty(), "include_last_offset: number of offset should be at least 1");
-    starts.pop_back();
-  }
+  EMBER_CHECK(!last_offset || offsets.numel() > 0, "include_last_offset: number of offset should be at least 1");
+  if (last_offset && !starts.empty()) starts.pop_back();
   for (size_t b = 1; b < starts.size(); ++b) {
     EMBER_CHECK(starts[b] >= starts[b - 1], "embedding_bag: offsets must be non-decreasing, but offsets[", b,
                 "] = ", starts[b], " is less than offsets[", b - 1, "] = ", starts[b - 1]);
   }
-  for (int64_t idx : indices) {
-    EMBER_CHECK(idx >= 0 && idx < num_embeddings,
-                "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be ", idx);
+  Tensor bounds;
+  if (input.dim() == 2) {
+    bounds = arange(0, input.size(0) * input.size(1) + 1, input.size(1), long_options);
+  } else {
+    // The last bag runs to the end of the input, include_last_offset's last offset not read, as
+    // PyTorch's CUDA kernels and its CPU kernels but for float32 (FBGEMM, which stops at it) do.
+    const Tensor starts_of_bags = last_offset ? offsets.narrow(0, 0, offsets.size(0) - 1) : offsets;
+    bounds = cat({starts_of_bags.to(device, kInt64), full({1}, Scalar(length), long_options)});
   }
-
-  // The bags: for each counted index (not padding_idx) its position in input, its row and its bag.
-  const int64_t bags = static_cast<int64_t>(starts.size());
-  std::vector<int64_t> positions, rows, bag_of, counts(static_cast<size_t>(bags), 0);
-  for (int64_t b = 0; b < bags; ++b) {
-    const int64_t end = b + 1 < bags ? starts[static_cast<size_t>(b) + 1] : length;
-    for (int64_t p = starts[static_cast<size_t>(b)]; p < end; ++p) {
-      const int64_t row = indices[static_cast<size_t>(p)];
-      if (row == pad) continue;
-      positions.push_back(p);
-      rows.push_back(row);
-      bag_of.push_back(b);
-      ++counts[static_cast<size_t>(b)];
-    }
-  }
-  const Device device = weight.device();
-  const TensorOptions long_options = TensorOptions().dtype(kInt64);
-  if (rows.empty()) {
-    // Every bag is empty: zeros, still a function of weight (with a zero gradient), as PyTorch's.
-    return ember::sum(weight.narrow(0, 0, 0), {0}, true).expand({bags, dim}).contiguous();
-  }
-  const int64_t m = static_cast<int64_t>(rows.size());
-  Tensor gathered = ember::index_select(weight, 0, tensor(rows, long_options).to(device));  // [m, dim]
-  if (scale_grad_by_freq) {
-    // Each occurrence's gradient divided by the row's count over the whole input; the value is
-    // exactly the row's (g - g.detach() is exactly zero).
-    std::vector<int64_t> freq(static_cast<size_t>(num_embeddings), 0);
-    for (int64_t idx : indices) ++freq[static_cast<size_t>(idx)];
-    std::vector<double> inverse;
-    for (int64_t row : rows) inverse.push_back(1.0 / static_cast<double>(freq[static_cast<size_t>(row)]));
-    const Tensor scale = tensor(inverse, TensorOptions().dtype(kFloat64)).to(device, weight.dtype()).unsqueeze(1);
-    const Tensor fixed = gathered.detach();
-    gathered = fixed + (gathered - fixed) * scale;
-  }
-  if (how != Mode::Max) {
-    if (weighted) {
-      const Tensor w =
-          ember::index_select(per_sample_weights.reshape({-1}), 0, tensor(positions, long_options).to(device));
-      gathered = gathered * w.unsqueeze(1);
-    }
-    Tensor out;
-    const bool equal_bags = std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; });
-    if (equal_bags && counts[0] > 0) {
-      // Bags of one length (every 2-D input): the gathered rows are already bag by bag, so a sum
-      // over a middle dimension replaces the scatter (an order of magnitude faster).
-      out = ember::sum(gathered.view({bags, counts[0], dim}), {1});
-    } else {
-      const Tensor target = tensor(bag_of, long_options).to(device).unsqueeze(1).expand({m, dim});
-      out = ember::scatter_add(zeros({bags, dim}, weight.options()), 0, target, gathered);
-    }
-    if (how == Mode::Mean) {
-      std::vector<double> divisor;
-      for (int64_t c : counts) divisor.push_back(static_cast<double>(std::max<int64_t>(c, 1)));
-      out = out / tensor(divisor, TensorOptions().dtype(kFloat64)).to(device, weight.dtype()).unsqueeze(1);
-    }
-    return out;
-  }
-  // Max: the bags' rows in a [bags, longest, dim] block (empty slots -inf), reduced with max,
-  // whose gradient goes to the first maximum, as PyTorch's; empty bags give zeros.
-  const int64_t longest = *std::max_element(counts.begin(), counts.end());
-  std::vector<int64_t> slot_of(static_cast<size_t>(bags * longest), m);  // m: the empty slot
-  std::vector<int64_t> filled(static_cast<size_t>(bags), 0);
-  std::vector<bool> empty_slot(static_cast<size_t>(bags * longest), true), empty_bag;
-  for (int64_t k = 0; k < m; ++k) {
-    const int64_t b = bag_of[static_cast<size_t>(k)];
-    const size_t slot = static_cast<size_t>(b * longest + filled[static_cast<size_t>(b)]++);
-    slot_of[slot] = k;
-    empty_slot[slot] = false;
-  }
-  for (int64_t c : counts) empty_bag.push_back(c == 0);
-  for (int64_t& s : slot_of) s = s == m ? 0 : s;  // any row: masked below
-  const Tensor block =
-      ember::index_select(gathered, 0, tensor(slot_of, long_options).to(device)).view({bags, longest, dim});
-  const Tensor masked = ember::masked_fill(block, tensor(empty_slot).to(device).view({bags, longest, 1}),
-                                           Scalar(-std::numeric_limits<double>::infinity()));
-  const Tensor maxima = std::get<0>(ember::max(masked, 1));
-  return ember::masked_fill(maxima, tensor(empty_bag).to(device).view({bags, 1}), Scalar(0.0));
+  ember::detail::BagOptions options;
+  options.reduction = how == Mode::Sum    ? ember::detail::BagReduction::Sum
+                      : how == Mode::Mean ? ember::detail::BagReduction::Mean
+                                          : ember::detail::BagReduction::Max;
+  options.padding_idx = pad;
+  options.scale_grad_by_freq = scale_grad_by_freq;
+  return ember::detail::embedding_bag_reduce(weight, input.reshape({-1}).to(device, kInt64), bounds,
+                                             weighted ? per_sample_weights.reshape({-1}) : Tensor(), options);
 }
 
 }  // namespace functional
