@@ -1,8 +1,8 @@
 // interpolate on the CPU, float32 [8, 64, 64, 64] (a decoder's feature map) upsampled 2x:
 // bilinear (align_corners false) and nearest, forward alone and forward + backward (of the sum
-// weighted by a fixed gradient), as in a training step. interpolate is composed of index_select,
-// mul and add (src/ops/interpolate.cpp), so this measures what that composition costs against
-// PyTorch's fused kernels.
+// weighted by a fixed gradient), as in a training step. interpolate is one resample kernel each
+// way (src/backend/cpu/resample.cpp: separable passes per (n, c) plane), against PyTorch's
+// upsampling kernels; docs/PERFORMANCE.md §18 has the figures.
 //
 // bench/interpolate_pytorch.py times the same in PyTorch. Run both with the same
 // OMP_NUM_THREADS, alternating.

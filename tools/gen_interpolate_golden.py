@@ -78,7 +78,12 @@ def cases():
             interp((1, 1, 4, 5), "bicubic", size=(1, 2), align=True),
             interp((1, 1, 2, 3), "bicubic", scale=(3.3,)),
             interp((1, 1, 1, 3), "bilinear", size=(3, 5)),
-            interp((1, 1, 3, 3), "nearest", size=(6, 3))]
+            interp((1, 1, 3, 3), "nearest", size=(6, 3)),
+            # 1-wide dimensions, in and out
+            interp((1, 1, 1, 1), "bilinear", size=(3, 4)),
+            interp((1, 2, 3, 1), "bicubic", size=(5, 4), align=True),
+            interp((2, 1, 4, 1), "nearest-exact", size=(3, 1)),
+            interp((1, 2, 4, 6), "bilinear", size=(1, 3))]
     # 3-D: [N, C, D, H, W]
     for mode in ["nearest", "nearest-exact", "trilinear"]:
         aligns = [False, True] if mode == "trilinear" else [None]
@@ -95,7 +100,11 @@ def cases():
             interp((1, 2, 7), "linear", scale=(1.9,), dtype="float32"),
             interp((1, 1, 2, 3, 4), "trilinear", size=(3, 4, 7), dtype="float32"),
             interp((1, 2, 7, 5), "nearest", scale=(1.9, 0.3), dtype="float32"),
-            interp((1, 2, 7, 5), "nearest-exact", scale=(1.9, 0.3), dtype="float32")]
+            interp((1, 2, 7, 5), "nearest-exact", scale=(1.9, 0.3), dtype="float32"),
+            interp((1, 2, 6, 7), "bilinear", scale=(0.5,), dtype="float32"),
+            interp((1, 1, 2, 2, 3), "trilinear", scale=(2.0,), align=True, dtype="float32"),
+            interp((1, 1, 1, 3, 1), "trilinear", size=(2, 3, 4), dtype="float32"),
+            interp((1, 2, 5, 4), "bicubic", size=(3, 2), align=True, dtype="float32")]
     # the layers and the deprecated functionals
     out += [module("Upsample", (1, 2, 3, 4), scale=(2.0,)),  # mode: the default
             module("Upsample", (1, 2, 3, 4), size=(5, 7), mode="bilinear"),

@@ -1,24 +1,29 @@
-// torch.nn.functional.interpolate, composed of differentiable ops rather than a kernel of its own.
-// Resampling is separable: each resized dimension is one pass that gathers the neighbours it
-// reads with index_select (gather along the last dimension; an int64 index made on the input's
-// device) and combines them with weights broadcast along that dimension (mul, add), so the
-// gradient is a scatter-add and works on every device. The passes run from the last dimension to the first,
-// and each sums value * weight left to right, which is the order of PyTorch's CPU kernels
-// (bilinear: h0 * (w0 * a + w1 * b) + h1 * (w0 * c + w1 * d)). The source indices and weights are
-// PyTorch's (ATen's UpSample.h), computed in the same floating type; the argument checks and
-// their messages are torch/nn/functional.py's and then ATen's, in their order.
+// torch.nn.functional.interpolate. The source indices and weights of each resized dimension are
+// PyTorch's (ATen's UpSample.h), computed here on the host in the same floating type and
+// uploaded as small [taps, out] tables; one backend call (Backend::resample) combines them, the
+// last dimension first and each tap's value * weight summed left to right with every product
+// rounded, which is the order of PyTorch's CPU kernels (bilinear: h0 * (w0 * a + w1 * b) +
+// h1 * (w0 * c + w1 * d)). The gradient is one call of the transpose (resample_backward), and the
+// gradient of that is the resampling again, so create_graph differentiates to any order. "area"
+// is adaptive average pooling. The argument checks and their messages are
+// torch/nn/functional.py's and then ATen's, in their order.
 #include "ember/interpolate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "autograd/node.h"
+#include "backend/backend.h"
 #include "core/check.h"
 #include "core/tensor_internal.h"
 #include "ember/factories.h"
+#include "ember/grad_mode.h"
 #include "ember/ops.h"
 #include "kernels/kmath.h"
 
@@ -133,43 +138,45 @@ void cubic_coefficients(T coeffs[4], T t) {
   coeffs[3] = cubic_convolution2<T>(static_cast<T>(x2 + 1.0), a);
 }
 
-// One resized dimension: output position i reads input positions index[k][i] with weights
-// weight[k][i], k < taps.
+// One resized dimension's table, as the backend takes it: output position j reads input
+// positions index[t * out + j] with weights weight[t * out + j], t < taps (no weights: the nearest
+// modes, one tap of weight 1).
 template <typename T>
 struct Taps {
-  std::vector<std::vector<int64_t>> index;
-  std::vector<std::vector<T>> weight;
+  int64_t taps = 1;
+  std::vector<int64_t> index;
+  std::vector<T> weight;
 };
 
 template <typename T>
 Taps<T> linear_taps(int64_t input_size, int64_t output_size, bool align_corners, double scale) {
-  Taps<T> taps{std::vector<std::vector<int64_t>>(2, std::vector<int64_t>(static_cast<size_t>(output_size))),
-               std::vector<std::vector<T>>(2, std::vector<T>(static_cast<size_t>(output_size)))};
+  const auto n = static_cast<size_t>(output_size);
+  Taps<T> taps{2, std::vector<int64_t>(2 * n), std::vector<T>(2 * n)};
   const T ratio = area_pixel_compute_scale<T>(input_size, output_size, align_corners, scale);
   for (int64_t i = 0; i < output_size; ++i) {
     const auto s = static_cast<size_t>(i);
     if (output_size == input_size) {  // compute_source_index_and_lambda's copy
-      taps.index[0][s] = taps.index[1][s] = i;
-      taps.weight[0][s] = static_cast<T>(1);
-      taps.weight[1][s] = static_cast<T>(0);
+      taps.index[s] = taps.index[n + s] = i;
+      taps.weight[s] = static_cast<T>(1);
+      taps.weight[n + s] = static_cast<T>(0);
       continue;
     }
     const T real = area_pixel_compute_source_index<T>(ratio, i, align_corners, /*cubic=*/false);
     int64_t i0 = 0;
     T lambda1{};
     guard_index_and_lambda(real, input_size, i0, lambda1);
-    taps.index[0][s] = i0;
-    taps.index[1][s] = i0 + (i0 < input_size - 1 ? 1 : 0);
-    taps.weight[0][s] = static_cast<T>(1.) - lambda1;
-    taps.weight[1][s] = lambda1;
+    taps.index[s] = i0;
+    taps.index[n + s] = i0 + (i0 < input_size - 1 ? 1 : 0);
+    taps.weight[s] = static_cast<T>(1.) - lambda1;
+    taps.weight[n + s] = lambda1;
   }
   return taps;
 }
 
 template <typename T>
 Taps<T> cubic_taps(int64_t input_size, int64_t output_size, bool align_corners, double scale) {
-  Taps<T> taps{std::vector<std::vector<int64_t>>(4, std::vector<int64_t>(static_cast<size_t>(output_size))),
-               std::vector<std::vector<T>>(4, std::vector<T>(static_cast<size_t>(output_size)))};
+  const auto n = static_cast<size_t>(output_size);
+  Taps<T> taps{4, std::vector<int64_t>(4 * n), std::vector<T>(4 * n)};
   const T ratio = area_pixel_compute_scale<T>(input_size, output_size, align_corners, scale);
   for (int64_t i = 0; i < output_size; ++i) {
     const auto s = static_cast<size_t>(i);
@@ -180,61 +187,140 @@ Taps<T> cubic_taps(int64_t input_size, int64_t output_size, bool align_corners, 
     T coeffs[4];
     cubic_coefficients<T>(coeffs, lambda);
     for (size_t j = 0; j < 4; ++j) {
-      taps.index[j][s] = std::clamp<int64_t>(index - 1 + static_cast<int64_t>(j), 0, input_size - 1);
-      taps.weight[j][s] = coeffs[j];
+      taps.index[j * n + s] = std::clamp<int64_t>(index - 1 + static_cast<int64_t>(j), 0, input_size - 1);
+      taps.weight[j * n + s] = coeffs[j];
     }
   }
   return taps;
 }
 
-Tensor index_tensor(const std::vector<int64_t>& index, const Device& device) {
-  return tensor(index, TensorOptions().dtype(kInt64).device(device));
-}
-
-// x's positions `index` along `dim`: index_select, except along the last dimension, where a
-// gather with the index broadcast (stride 0) over the other dimensions is several times faster
-// on the CPU (index_select copies element by element there). Both give the same values, and
-// scatter-add gradients.
-Tensor select_along(const Tensor& x, int64_t dim, const std::vector<int64_t>& index) {
-  const Tensor i = index_tensor(index, x.device());
-  if (dim != x.dim() - 1) return index_select(x, dim, i);
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = static_cast<int64_t>(index.size());
-  std::vector<int64_t> shape(sizes.size(), 1);
-  shape.back() = sizes.back();
-  return gather(x, dim, i.reshape(shape).expand(sizes));
-}
-
-// sum_k index_select(x, dim, index[k]) * weight[k], the weights along `dim`, left to right.
 template <typename T>
-Tensor combine(const Tensor& x, int64_t dim, const Taps<T>& taps) {
-  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
-  shape[static_cast<size_t>(dim)] = static_cast<int64_t>(taps.index[0].size());
-  const TensorOptions options = TensorOptions().dtype(x.dtype()).device(x.device());
-  Tensor out;
-  for (size_t k = 0; k < taps.index.size(); ++k) {
-    const Tensor w = tensor(taps.weight[k], options).reshape(shape);
-    const Tensor term = mul(select_along(x, dim, taps.index[k]), w);
-    out = k == 0 ? term : add(out, term);
+Taps<T> nearest_taps(int64_t input_size, int64_t output_size, double scale, bool exact) {
+  Taps<T> taps{1, std::vector<int64_t>(static_cast<size_t>(output_size)), {}};
+  for (int64_t j = 0; j < output_size; ++j) {
+    taps.index[static_cast<size_t>(j)] =
+        exact ? nearest_exact_idx(j, input_size, output_size, scale) : nearest_idx(j, input_size, output_size, scale);
+  }
+  return taps;
+}
+
+// The tables of one interpolate call on its device, shared by its forward node and every node the
+// backward passes record: the backward of the resampling is its transpose, whose own backward is
+// the resampling again (both are linear), so gradients of any order are these two kernels.
+struct ResampleTables {
+  std::vector<Tensor> index, weight;  // weight[i] undefined for the nearest modes
+  std::vector<int64_t> input_sizes, output_sizes;
+  Dtype dtype = kFloat32;  // the input's
+  Device device;
+  const char* name = "";           // PyTorch's grad_fn name, UpsampleBilinear2DBackward0
+  const char* backward_name = "";  // the backward's own node, UpsampleBilinear2DBackwardBackward0
+};
+
+const char* node_name(Mode mode, int64_t spatial, bool of_backward) {
+  static const char* const names[][3][2] = {
+      {{"UpsampleNearest1DBackward0", "UpsampleNearest1DBackwardBackward0"},
+       {"UpsampleNearest2DBackward0", "UpsampleNearest2DBackwardBackward0"},
+       {"UpsampleNearest3DBackward0", "UpsampleNearest3DBackwardBackward0"}},
+      {{"UpsampleNearestExact1DBackward0", "UpsampleNearestExact1DBackwardBackward0"},
+       {"UpsampleNearestExact2DBackward0", "UpsampleNearestExact2DBackwardBackward0"},
+       {"UpsampleNearestExact3DBackward0", "UpsampleNearestExact3DBackwardBackward0"}},
+  };
+  const int b = of_backward ? 1 : 0;
+  switch (mode) {
+    case Mode::Nearest:
+      return names[0][spatial - 1][b];
+    case Mode::NearestExact:
+      return names[1][spatial - 1][b];
+    case Mode::Linear:
+      return of_backward ? "UpsampleLinear1DBackwardBackward0" : "UpsampleLinear1DBackward0";
+    case Mode::Bilinear:
+      return of_backward ? "UpsampleBilinear2DBackwardBackward0" : "UpsampleBilinear2DBackward0";
+    case Mode::Bicubic:
+      return of_backward ? "UpsampleBicubic2DBackwardBackward0" : "UpsampleBicubic2DBackward0";
+    default:
+      return of_backward ? "UpsampleTrilinear3DBackwardBackward0" : "UpsampleTrilinear3DBackward0";
+  }
+}
+
+std::vector<TensorView> views_of(const std::vector<Tensor>& tensors) {
+  std::vector<TensorView> views;
+  views.reserve(tensors.size());
+  for (const Tensor& t : tensors) views.push_back(t.defined() ? view_of(t) : TensorView{});
+  return views;
+}
+
+Tensor resample_forward(const Tensor& input, const std::shared_ptr<const ResampleTables>& tables);
+
+// The gradient of the resampling: grad_x from the output's gradient, one backend call, in the
+// computation type (a 16-bit gradient is summed in float and rounded once, as PyTorch's kernels
+// do), recorded as a differentiable op when the backward pass itself records (create_graph).
+Tensor resample_gradient(const Tensor& grad, const std::shared_ptr<const ResampleTables>& tables) {
+  const Tensor g = grad.to(tables->dtype).contiguous();
+  const Dtype compute = tables->dtype == kFloat64 ? kFloat64 : kFloat32;
+  Tensor gx = detail::make_tensor(tables->input_sizes, compute, tables->device);
+  const std::vector<TensorView> index = views_of(tables->index), weight = views_of(tables->weight);
+  backend_for(tables->device).resample_backward(view_of(g), index, weight, view_of(gx));
+  if (compute != tables->dtype) {
+    NoGradGuard no_grad;
+    gx = gx.to(tables->dtype);
+  }
+  if (autograd::needs_grad({&g})) {
+    autograd::record(gx, tables->backward_name, {&g},
+                     [tables](const Tensor& gg) { return std::vector<Tensor>{resample_forward(gg, tables)}; });
+  }
+  return gx;
+}
+
+Tensor resample_forward(const Tensor& input, const std::shared_ptr<const ResampleTables>& tables) {
+  const Tensor x = input.to(tables->dtype).contiguous();
+  Tensor out = detail::make_tensor(tables->output_sizes, tables->dtype, tables->device);
+  const std::vector<TensorView> index = views_of(tables->index), weight = views_of(tables->weight);
+  backend_for(tables->device).resample(view_of(x), index, weight, view_of(out));
+  if (autograd::needs_grad({&x})) {
+    autograd::record(out, tables->name, {&x},
+                     [tables](const Tensor& g) { return std::vector<Tensor>{resample_gradient(g, tables)}; });
   }
   return out;
 }
 
-// The interpolating modes in the computation type T (double for float64, else float).
+// The tables of every resized dimension in the computation type T (double for float64, else
+// float), uploaded to the input's device.
 template <typename T>
-Tensor interpolate_linear_or_cubic(const Tensor& x, IntList output_size, const std::vector<double>& scales,
-                                   bool align_corners, bool cubic) {
-  const int64_t spatial = x.dim() - 2;
-  Tensor out = x;
-  for (int64_t i = spatial - 1; i >= 0; --i) {
-    const int64_t dim = i + 2;
+std::shared_ptr<ResampleTables> make_tables(const Tensor& input, Mode mode, IntList output_size,
+                                            const std::vector<double>& scales, bool align_corners) {
+  auto tables = std::make_shared<ResampleTables>();
+  const int64_t spatial = input.dim() - 2;
+  tables->dtype = input.dtype();
+  tables->device = input.device();
+  tables->input_sizes = input.sizes().vec();
+  tables->output_sizes = {input.size(0), input.size(1)};
+  tables->name = node_name(mode, spatial, false);
+  tables->backward_name = node_name(mode, spatial, true);
+  const TensorOptions index_options = TensorOptions().dtype(kInt64).device(input.device());
+  const TensorOptions weight_options =
+      TensorOptions().dtype(std::is_same_v<T, double> ? kFloat64 : kFloat32).device(input.device());
+  for (int64_t i = 0; i < spatial; ++i) {
     const double scale = scales.empty() ? 0.0 : scales[static_cast<size_t>(i)];
-    const int64_t in = x.size(dim), size = output_size[static_cast<size_t>(i)];
-    out =
-        combine(out, dim,
-                cubic ? cubic_taps<T>(in, size, align_corners, scale) : linear_taps<T>(in, size, align_corners, scale));
+    const int64_t in = input.size(i + 2), size = output_size[static_cast<size_t>(i)];
+    tables->output_sizes.push_back(size);
+    Taps<T> taps;
+    switch (mode) {
+      case Mode::Nearest:
+      case Mode::NearestExact:
+        taps = nearest_taps<T>(in, size, scale, mode == Mode::NearestExact);
+        break;
+      case Mode::Bicubic:
+        taps = cubic_taps<T>(in, size, align_corners, scale);
+        break;
+      default:
+        taps = linear_taps<T>(in, size, align_corners, scale);
+        break;
+    }
+    tables->index.push_back(tensor(taps.index, index_options).reshape({taps.taps, size}));
+    tables->weight.push_back(taps.weight.empty() ? Tensor()
+                                                 : tensor(taps.weight, weight_options).reshape({taps.taps, size}));
   }
-  return out;
+  return tables;
 }
 
 // ---- ATen's checks -------------------------------------------------------------------------------
@@ -292,37 +378,15 @@ void check_dtype(const Tensor& input, Mode mode) {
   detail::fail("\"", kernel, "\" not implemented for '", scalar_type_name(dtype), "'");
 }
 
+// One backend call each way (cpu/resample.cpp, cuda/resample.cu): the kernels combine the taps in
+// PyTorch's order, so the values are those of the composed form, mul and add op by op.
 Tensor resample(const Tensor& input, Mode mode, IntList output_size, const std::vector<double>& scales,
                 bool align_corners) {
   check_sizes(input, output_size);
   check_dtype(input, mode);
-  const int64_t spatial = input.dim() - 2;
-  if (mode == Mode::Nearest || mode == Mode::NearestExact) {
-    Tensor out = input;
-    for (int64_t i = spatial - 1; i >= 0; --i) {
-      const int64_t dim = i + 2, in = input.size(dim), size = output_size[static_cast<size_t>(i)];
-      const double scale = scales.empty() ? 0.0 : scales[static_cast<size_t>(i)];
-      if (mode == Mode::Nearest && size == in) continue;  // nearest_idx copies at the same size
-      std::vector<int64_t> index(static_cast<size_t>(size));
-      for (int64_t j = 0; j < size; ++j) {
-        index[static_cast<size_t>(j)] =
-            mode == Mode::Nearest ? nearest_idx(j, in, size, scale) : nearest_exact_idx(j, in, size, scale);
-      }
-      out = select_along(out, dim, index);
-    }
-    // The same size in every dimension: PyTorch's kernels still write a new tensor.
-    return out.is_same(input) ? input.clone() : out;
-  }
-  const bool cubic = mode == Mode::Bicubic;
-  if (input.dtype() == kFloat64) {
-    return interpolate_linear_or_cubic<double>(input, output_size, scales, align_corners, cubic);
-  }
-  if (input.dtype() == kFloat32) {
-    return interpolate_linear_or_cubic<float>(input, output_size, scales, align_corners, cubic);
-  }
-  // float16 / bfloat16: PyTorch computes in float (its opmath type) and rounds the result.
-  return interpolate_linear_or_cubic<float>(input.to(kFloat32), output_size, scales, align_corners, cubic)
-      .to(input.dtype());
+  const auto tables = input.dtype() == kFloat64 ? make_tables<double>(input, mode, output_size, scales, align_corners)
+                                                : make_tables<float>(input, mode, output_size, scales, align_corners);
+  return resample_forward(input, tables);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // interpolate (src/ops/interpolate.cpp, ember/interpolate.h) and the upsampling layers
 // (ember/nn/upsampling.h): every mode with and without align_corners, by size, by scale factor
 // and with the scale recomputed, up and down, against PyTorch's values and gradients
-// (tools/gen_interpolate_golden.py); finite-difference gradients; PyTorch's errors; and the same
-// cases on every usable accelerator (and the stand-in device) against the CPU.
+// (tools/gen_interpolate_golden.py); finite-difference gradients of first and second order;
+// PyTorch's errors; the resample kernels' corners (16-bit floats, uint8, non-contiguous inputs,
+// threads, tables of any tap count checked against kernels/resample_ops.h, the CUDA kernels'
+// per-element math); and the same cases on every usable accelerator (and the stand-in device)
+// against the CPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,12 +17,16 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "backend/backend.h"
 #include "ember/ember.h"
 #include "ember/interpolate.h"
 #include "ember/io/safetensors.h"
 #include "ember/nn/upsampling.h"
+#include "kernels/resample_ops.h"
 #include "support/collect_warnings.h"
 #include "support/devices.h"
 #include "support/error_of.h"
@@ -235,12 +242,56 @@ TEST(Interpolate, GradientsMatchFiniteDifferences) {
                     [&](const std::vector<Tensor>& in) { return interpolate(in[0], c.size, c.scale, c.mode, c.align); },
                     {randn(c.shape, kFloat64)});
   }
-  // The gradient is made of ops, so it differentiates again.
+  // The gradient is the transpose kernel recorded as an op whose own gradient is the resampling,
+  // so it differentiates again (and again).
   test::gradgradcheck("bicubic, twice",
                       [](const std::vector<Tensor>& in) {
                         return interpolate(in[0], {5, 3}, {}, "bicubic");
                       },
                       {randn({1, 1, 3, 4}, kFloat64)});
+  test::gradgradcheck("bilinear align_corners, twice",
+                      [](const std::vector<Tensor>& in) {
+                        return interpolate(in[0], {}, {1.5, 0.6}, "bilinear", true);
+                      },
+                      {randn({2, 1, 3, 5}, kFloat64)});
+  test::gradgradcheck("trilinear, twice",
+                      [](const std::vector<Tensor>& in) {
+                        return interpolate(in[0], {3, 1, 4}, {}, "trilinear");
+                      },
+                      {randn({1, 2, 2, 3, 2}, kFloat64)});
+  test::gradgradcheck("nearest, twice",
+                      [](const std::vector<Tensor>& in) {
+                        return interpolate(in[0], {7, 2});
+                      },
+                      {randn({1, 2, 3, 5}, kFloat64)});
+  test::gradgradcheck("linear downsampled, twice",
+                      [](const std::vector<Tensor>& in) { return interpolate(in[0], {}, {0.4}, "linear"); },
+                      {randn({1, 2, 9}, kFloat64)});
+}
+
+TEST(Interpolate, GradFnNamesArePyTorchs) {
+  const auto name_of = [](std::vector<int64_t> shape, const char* mode) {
+    const Tensor x = randn(shape, kFloat64).requires_grad_();
+    return interpolate(x, {}, {2.0}, mode).grad_fn_name();
+  };
+  EXPECT_EQ(name_of({1, 1, 3}, "nearest"), "UpsampleNearest1DBackward0");
+  EXPECT_EQ(name_of({1, 1, 3, 3}, "nearest"), "UpsampleNearest2DBackward0");
+  EXPECT_EQ(name_of({1, 1, 3, 3, 3}, "nearest"), "UpsampleNearest3DBackward0");
+  EXPECT_EQ(name_of({1, 1, 3, 3}, "nearest-exact"), "UpsampleNearestExact2DBackward0");
+  EXPECT_EQ(name_of({1, 1, 3}, "linear"), "UpsampleLinear1DBackward0");
+  EXPECT_EQ(name_of({1, 1, 3, 3}, "bilinear"), "UpsampleBilinear2DBackward0");
+  EXPECT_EQ(name_of({1, 1, 3, 3}, "bicubic"), "UpsampleBicubic2DBackward0");
+  EXPECT_EQ(name_of({1, 1, 3, 3, 3}, "trilinear"), "UpsampleTrilinear3DBackward0");
+  // Under create_graph the gradient has a node of its own, whose gradient is the resampling.
+  const Tensor x = randn({1, 1, 3, 3}, kFloat64).requires_grad_();
+  const Tensor y = interpolate(x, {5, 4}, {}, "bilinear");
+  const Tensor gy = randn(y.sizes(), kFloat64).requires_grad_();
+  const Tensor gx = autograd::grad({y}, {x}, {gy}, std::nullopt, /*create_graph=*/true)[0];
+  EXPECT_EQ(gx.grad_fn_name(), "UpsampleBilinear2DBackwardBackward0");
+  const Tensor v = randn(x.sizes(), kFloat64);
+  const Tensor ggy = autograd::grad({gx}, {gy}, {v})[0];
+  NoGradGuard no_grad;
+  EXPECT_LE(worst_error(ggy, interpolate(v, {5, 4}, {}, "bilinear")), 1e-15);
 }
 
 TEST(Interpolate, LayersFollowPyTorch) {
@@ -411,6 +462,189 @@ TEST(Interpolate, ErrorsMatchPyTorch) {
             std::string::npos);
 }
 
+/// interpolate's value and its gradient against the upstream gradient of the generator.
+std::pair<Tensor, Tensor> value_and_gradient(const Tensor& x, IntList size, const std::vector<double>& scale,
+                                             const char* mode) {
+  Tensor leaf = x.detach().requires_grad_();
+  const Tensor y = interpolate(leaf, size, scale, mode);
+  return {y.detach(), autograd::grad({y}, {leaf}, {upstream(y).to(y.device())})[0]};
+}
+
+TEST(Interpolate, NonContiguousInputs) {
+  manual_seed(3);
+  const Tensor base = randn({2, 3, 6, 5}, kFloat64);
+  const Tensor transposed = base.transpose(2, 3);                               // [2, 3, 5, 6]
+  const Tensor broadcast = randn({1, 3, 1, 5}, kFloat64).expand({2, 3, 4, 5});  // stride 0
+  for (const char* mode : {"nearest", "nearest-exact", "bilinear", "bicubic"}) {
+    for (const Tensor& x : {transposed, broadcast}) {
+      SCOPED_TRACE(mode);
+      ASSERT_FALSE(x.is_contiguous());
+      const auto [y, gx] = value_and_gradient(x, {7, 4}, {}, mode);
+      const auto [want_y, want_gx] = value_and_gradient(x.contiguous(), {7, 4}, {}, mode);
+      EXPECT_TRUE(equal(y, want_y));
+      EXPECT_TRUE(equal(gx, want_gx));
+    }
+  }
+  const Tensor volume = randn({1, 2, 4, 3, 5}, kFloat64).transpose(2, 4);
+  const auto [y, gx] = value_and_gradient(volume, {}, {1.5, 0.7, 2.0}, "trilinear");
+  const auto [want_y, want_gx] = value_and_gradient(volume.contiguous(), {}, {1.5, 0.7, 2.0}, "trilinear");
+  EXPECT_TRUE(equal(y, want_y));
+  EXPECT_TRUE(equal(gx, want_gx));
+}
+
+// The CPU kernel threads over (n, c) planes, each computed whole by one thread: the thread count
+// changes nothing, and a plane's values do not depend on its neighbours.
+TEST(Interpolate, PlanesAndThreads) {
+  manual_seed(4);
+  const Tensor x = randn({4, 8, 24, 20});  // 4 * 8 planes, well past the kernel's grain
+  const int threads = get_num_threads();
+  struct Case {
+    std::vector<int64_t> size;
+    std::vector<double> scale;
+    const char* mode;
+  };
+  for (const Case& c : {Case{{}, {2.0}, "bilinear"}, Case{{}, {2.0}, "nearest"}, Case{{13, 41}, {}, "bicubic"},
+                        Case{{7, 9}, {}, "nearest-exact"}}) {
+    SCOPED_TRACE(c.mode);
+    set_num_threads(1);
+    const auto [y1, g1] = value_and_gradient(x, c.size, c.scale, c.mode);
+    set_num_threads(2);
+    const auto [y2, g2] = value_and_gradient(x, c.size, c.scale, c.mode);
+    set_num_threads(threads);
+    EXPECT_TRUE(equal(y1, y2));
+    EXPECT_TRUE(equal(g1, g2));
+    for (int64_t n : {0, 3}) {
+      const Tensor plane = x.narrow(0, n, 1).narrow(1, 5, 1);
+      EXPECT_TRUE(equal(interpolate(plane, c.size, c.scale, c.mode), y1.narrow(0, n, 1).narrow(1, 5, 1)));
+    }
+  }
+}
+
+// float16 and bfloat16 read into float, combine in float and round once: float32's values and
+// gradients (accumulated in float), rounded.
+TEST(Interpolate, SixteenBitFloatsRoundOnce) {
+  manual_seed(6);
+  struct Case {
+    std::vector<int64_t> shape, size;
+    std::vector<double> scale;
+    const char* mode;
+  };
+  const std::vector<Case> cases = {
+      {{2, 2, 9}, {}, {1.7}, "linear"},      {{1, 2, 5, 6}, {}, {2.0}, "bilinear"},
+      {{1, 2, 5, 6}, {3, 4}, {}, "bicubic"}, {{1, 1, 3, 4, 5}, {}, {1.5, 0.5, 2.0}, "trilinear"},
+      {{1, 2, 5, 6}, {}, {2.0}, "nearest"},  {{1, 1, 3, 4, 5}, {4, 2, 9}, {}, "nearest-exact"},
+  };
+  for (Dtype dtype : {kFloat16, kBFloat16}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(c.mode) + " " + std::string(dtype_name(dtype)));
+      const Tensor x = randn(c.shape).to(dtype);
+      const auto [y, gx] = value_and_gradient(x, c.size, c.scale, c.mode);
+      const auto [y32, gx32] = value_and_gradient(x.to(kFloat32), c.size, c.scale, c.mode);
+      EXPECT_EQ(y.dtype(), dtype);
+      EXPECT_EQ(gx.dtype(), dtype);
+      EXPECT_TRUE(equal(y, y32.to(dtype)));
+      EXPECT_TRUE(equal(gx, gx32.to(dtype)));
+    }
+  }
+}
+
+TEST(Interpolate, UInt8NearestCopiesValues) {
+  const Tensor bytes = remainder(arange(2 * 3 * 4 * 5 * 3, kInt64), 256).reshape({2, 3, 4, 5, 3}).to(kUInt8);
+  for (const char* mode : {"nearest", "nearest-exact"}) {
+    SCOPED_TRACE(mode);
+    for (const std::vector<int64_t>& size : {std::vector<int64_t>{7, 2, 6}, std::vector<int64_t>{1, 5, 3}}) {
+      const Tensor up = interpolate(bytes, size, {}, mode);
+      EXPECT_EQ(up.dtype(), kUInt8);
+      EXPECT_TRUE(equal(up, interpolate(bytes.to(kFloat32), size, {}, mode).to(kUInt8)));
+    }
+    const Tensor row = bytes.reshape({2, 3, 60});
+    EXPECT_TRUE(equal(interpolate(row, {}, {0.3}, mode), interpolate(row.to(kFloat64), {}, {0.3}, mode).to(kUInt8)));
+    const Tensor image = bytes.reshape({6, 4, 5, 3}).transpose(2, 3);
+    EXPECT_TRUE(
+        equal(interpolate(image, {}, {2.0}, mode), interpolate(image.to(kFloat32), {}, {2.0}, mode).to(kUInt8)));
+  }
+}
+
+// Random tables of 1 to 5 taps (weighted or not) straight into the CPU kernels, against
+// kernels/resample_ops.h's per-element sums, which are the CUDA kernels' arithmetic: the same
+// values bit for bit (the separable passes round every partial sum as the per-element form does),
+// and the backward pass's sums to rounding.
+template <typename C, int K>
+void check_against_per_element_math(std::vector<int64_t> in, std::vector<int64_t> out, std::vector<int64_t> taps,
+                                    std::vector<bool> weighted) {
+  const Dtype dtype = std::is_same_v<C, double> ? kFloat64 : kFloat32;
+  const int64_t planes = 3;
+  std::vector<int64_t> x_sizes = {planes}, y_sizes = {planes};
+  x_sizes.insert(x_sizes.end(), in.begin(), in.end());
+  y_sizes.insert(y_sizes.end(), out.begin(), out.end());
+  const Tensor x = randn(x_sizes, dtype);
+  std::vector<Tensor> index, weight;
+  kernels::ResampleGeometry<C> g;
+  g.dims = K;
+  for (int d = 0; d < K; ++d) {
+    index.push_back(randint(0, in[d], {taps[d], out[d]}, kInt64));
+    weight.push_back(weighted[d] ? randn({taps[d], out[d]}, dtype) : Tensor());
+    g.axis[d] = {index[d].data_ptr<int64_t>(), weighted[d] ? weight[d].data_ptr<C>() : nullptr, taps[d], in[d], out[d]};
+    g.in_plane *= in[d];
+    g.out_plane *= out[d];
+  }
+  std::vector<TensorView> index_views, weight_views;
+  for (int d = 0; d < K; ++d) {
+    index_views.push_back(view_of(index[d]));
+    weight_views.push_back(weighted[d] ? view_of(weight[d]) : TensorView{});
+  }
+  Backend& cpu = backend_for(Device("cpu"));
+  const Tensor y = empty(y_sizes, dtype);
+  cpu.resample(view_of(x), index_views, weight_views, view_of(y));
+  const Tensor gy = randn(y_sizes, dtype);
+  const Tensor gx = empty(x_sizes, dtype);
+  cpu.resample_backward(view_of(gy), index_views, weight_views, view_of(gx));
+  const Tensor want_gx = zeros(x_sizes, kFloat64);
+  int64_t mismatches = 0;
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t e = 0; e < g.out_plane; ++e) {
+      int64_t j[kernels::kMaxResampleDims] = {}, rest = e;
+      for (int d = K - 1; d >= 0; --d) {
+        j[d] = rest % out[d];
+        rest /= out[d];
+      }
+      const C want = kernels::resample_combine<0, K, C, C>(g, x.data_ptr<C>() + p * g.in_plane, 0, j);
+      mismatches += want == y.data_ptr<C>()[p * g.out_plane + e] ? 0 : 1;
+      double* sums = want_gx.data_ptr<double>() + p * g.in_plane;
+      kernels::resample_spread<0, K, C>(g, gy.data_ptr<C>()[p * g.out_plane + e], 0, j,
+                                        [sums](int64_t at, C v) { sums[at] += static_cast<double>(v); });
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_LE(worst_error(gx, want_gx), (std::is_same_v<C, double> ? 1e-13 : 1e-5));
+}
+
+TEST(Interpolate, KernelsMatchThePerElementMath) {
+  manual_seed(8);
+  check_against_per_element_math<double, 1>({7}, {11}, {3}, {true});
+  check_against_per_element_math<float, 1>({9}, {4}, {1}, {false});
+  check_against_per_element_math<double, 2>({5, 6}, {8, 3}, {4, 2}, {true, true});
+  check_against_per_element_math<float, 2>({5, 6}, {7, 9}, {1, 5}, {false, true});
+  check_against_per_element_math<double, 2>({1, 6}, {4, 1}, {2, 1}, {true, false});
+  check_against_per_element_math<double, 3>({3, 4, 5}, {4, 2, 7}, {2, 3, 4}, {true, true, true});
+  check_against_per_element_math<float, 3>({2, 3, 4}, {5, 4, 3}, {1, 2, 1}, {false, true, false});
+  check_against_per_element_math<float, 3>({1, 1, 4}, {2, 3, 1}, {1, 1, 1}, {false, false, false});
+}
+
+TEST(Interpolate, KernelsRefuseBadTables) {
+  Backend& cpu = backend_for(Device("cpu"));
+  const Tensor x = zeros({1, 1, 4});
+  const Tensor y = empty({1, 1, 3});
+  const Tensor bad = tensor(std::vector<int64_t>{0, 4, 1}, kInt64).reshape({1, 3});
+  const std::vector<TensorView> index = {view_of(bad)}, no_weight = {TensorView{}};
+  EXPECT_EQ(error_of([&] { cpu.resample(view_of(x), index, no_weight, view_of(y)); }),
+            "[resample] index 4 is out of bounds for a dimension of size 4");
+  const Tensor two_taps = zeros({2, 3}, kInt64);
+  const std::vector<TensorView> two = {view_of(two_taps)};
+  EXPECT_NE(error_of([&] { cpu.resample(view_of(x), two, no_weight, view_of(y)); }).find("weight 0 must match"),
+            std::string::npos);
+}
+
 class InterpolateDevice : public ember_test::DeviceTest {};
 
 TEST_P(InterpolateDevice, EveryCaseMatchesTheCpu) {
@@ -433,6 +667,24 @@ TEST_P(InterpolateDevice, EveryCaseMatchesTheCpu) {
   for (const char* mode : {"nearest", "nearest-exact", "bilinear", "bicubic", "area"}) {
     EXPECT_CLOSE_TO_CPU(interpolate(h.to(device()), {5, 7}, {}, mode), interpolate(h, {5, 7}, {}, mode), 1e-3, 1e-3);
   }
+  // 16-bit gradients (summed in float on every device, rounded once), uint8 and a non-contiguous
+  // input.
+  for (const char* mode : {"nearest", "bilinear", "bicubic"}) {
+    SCOPED_TRACE(mode);
+    const auto [y_cpu, g_cpu] = value_and_gradient(h.to(kBFloat16), {}, {2.0}, mode);
+    const auto [y_dev, g_dev] = value_and_gradient(h.to(kBFloat16).to(device()), {}, {2.0}, mode);
+    EXPECT_EQ(g_dev.device(), device());
+    EXPECT_CLOSE_TO_CPU(y_dev, y_cpu, 1e-2, 1e-2);
+    EXPECT_CLOSE_TO_CPU(g_dev, g_cpu, 1e-2, 1e-2);
+  }
+  const Tensor bytes = remainder(arange(60, kInt64), 256).reshape({1, 3, 4, 5}).to(kUInt8);
+  EXPECT_TRUE(equal(interpolate(bytes.to(device()), {7, 3}, {}, "nearest-exact").to(Device("cpu")),
+                    interpolate(bytes, {7, 3}, {}, "nearest-exact")));
+  const Tensor volume = randn({1, 2, 4, 3, 5}, kFloat64).transpose(2, 4);
+  const auto [y_cpu, g_cpu] = value_and_gradient(volume, {}, {1.5, 0.7, 2.0}, "trilinear");
+  const auto [y_dev, g_dev] = value_and_gradient(volume.to(device()), {}, {1.5, 0.7, 2.0}, "trilinear");
+  EXPECT_CLOSE_TO_CPU(y_dev, y_cpu, 1e-13, 1e-13);
+  EXPECT_CLOSE_TO_CPU(g_dev, g_cpu, 1e-13, 1e-13);
 }
 
 EMBER_INSTANTIATE_DEVICE_SUITE(InterpolateDevice);
