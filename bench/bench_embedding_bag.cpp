@@ -1,6 +1,6 @@
 // EmbeddingBag on the CPU, float32, as a recommendation model's sparse features use it: a table
-// of 100000 x 64, a batch of 512 bags of 20 indices each (offsets, 1-D input), mode "sum" and
-// "mean", forward alone and forward + backward (the weight's gradient, dense).
+// of 100000 x 64, a batch of 512 bags of 20 indices each (offsets, 1-D input), modes "sum",
+// "mean" and "max", forward alone and forward + backward (the weight's gradient, dense).
 // bench/embedding_bag_pytorch.py times the same in PyTorch. Run both with the same
 // OMP_NUM_THREADS, alternating.
 #include <benchmark/benchmark.h>
@@ -46,7 +46,7 @@ void forward_backward(benchmark::State& state, const char* mode) {
 }
 
 void register_all() {
-  for (const char* mode : {"sum", "mean"}) {
+  for (const char* mode : {"sum", "mean", "max"}) {
     benchmark::RegisterBenchmark((std::string(mode) + "/512x20_of_100000x64").c_str(), forward, mode)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/bench_embedding_bag.cpp: F.embedding_bag over a 100000 x 64 float32
-table, 512 bags of 20 indices (1-D input with offsets), modes sum and mean, forward alone and
+table, 512 bags of 20 indices (1-D input with offsets), modes sum, mean and max, forward alone and
 forward + backward; median of several timed rounds after a warm-up, in milliseconds per call.
 
 Run: OMP_NUM_THREADS=1 python3 bench/embedding_bag_pytorch.py   (the same count as the C++ side)
@@ -21,7 +21,7 @@ def main():
     indices = torch.randint(0, 100000, (512 * 20,))
     offsets = torch.arange(0, 512 * 20, 20)
     g = torch.randn(512, 64)
-    for mode in ("sum", "mean"):
+    for mode in ("sum", "mean", "max"):
         def fwd():
             return F.embedding_bag(indices, weight, offsets, mode=mode)
 
