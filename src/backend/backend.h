@@ -119,6 +119,24 @@ struct Pool2dArgs {
   int64_t divisor_override = 0;   // Avg only; 0 means none
 };
 
+/// grid_sample's interpolation and padding (torch.nn.functional.grid_sample's mode and
+/// padding_mode), for 4-D inputs with a [N, H, W, 2] grid and 5-D ones with a [N, D, H, W, 3] grid.
+enum class GridSampleMode : uint8_t { Bilinear, Nearest, Bicubic };
+enum class GridSamplePadding : uint8_t { Zeros, Border, Reflection };
+struct GridSampleArgs {
+  GridSampleMode mode = GridSampleMode::Bilinear;
+  GridSamplePadding padding = GridSamplePadding::Zeros;
+  bool align_corners = false;
+};
+
+/// How embedding_bag reduces a bag (torch.nn.functional.embedding_bag's mode).
+enum class EmbeddingBagMode : uint8_t { Sum, Mean, Max };
+struct EmbeddingBagArgs {
+  EmbeddingBagMode mode = EmbeddingBagMode::Sum;
+  int64_t padding_idx = -1;         // a row of the table that bags skip; -1 for none (never negative otherwise)
+  bool scale_grad_by_freq = false;  // backward: each row's gradient divided by its count in the batch
+};
+
 class Backend : public detail::DeviceMemory {
  public:
   virtual ~Backend() = default;
