@@ -25,7 +25,8 @@ using detail::make_tensor;
 namespace {
 
 // Runs the kernel on a contiguous copy in `dtype`; 0-d inputs are one element along dim 0.
-Tensor run_scan(ScanOp op, const Tensor& x, int64_t dim, Dtype dtype, Tensor* indices = nullptr) {
+Tensor run_scan(ScanOp op, const Tensor& x, int64_t dim, Dtype dtype, Tensor* indices = nullptr,
+                bool reverse = false) {
   const Tensor in = x.to(dtype).contiguous();
   Tensor out = make_tensor(in.sizes(), dtype, in.device());
   TensorView index_view;
@@ -34,12 +35,21 @@ Tensor run_scan(ScanOp op, const Tensor& x, int64_t dim, Dtype dtype, Tensor* in
     *indices = make_tensor(in.sizes(), kInt64, in.device());
     index_view = view_of(*indices);
   }
-  backend_for(in.device()).scan(op, view_of(in), in.dim() == 0 ? 0 : dim, view_of(out), index_view);
+  backend_for(in.device()).scan(op, view_of(in), in.dim() == 0 ? 0 : dim, reverse, view_of(out), index_view);
   return out;
 }
 
-// w reversed, cumulatively summed and reversed back along dim: sum over j >= k of w[j].
-Tensor reversed_cumsum(const Tensor& w, int64_t dim) { return cumsum(w.flip({dim}), dim).flip({dim}); }
+// The scan of w from its last position to its first along dim (reversed_cumsum: the sum over
+// j >= k of w[j]). The kernel's reverse scan when no graph is being recorded through w (a
+// backward pass without create_graph); otherwise PyTorch's differentiable form, w flipped, scanned
+// and flipped back, which adds in the same order and so gives the same values.
+Tensor reverse_scan(ScanOp op, const Tensor& w, int64_t dim) {
+  if (!autograd::needs_grad({&w})) return run_scan(op, w, dim, w.dtype(), nullptr, /*reverse=*/true);
+  const Tensor flipped = w.flip({dim});
+  return (op == ScanOp::Sum ? cumsum(flipped, dim) : logcumsumexp(flipped, dim)).flip({dim});
+}
+
+Tensor reversed_cumsum(const Tensor& w, int64_t dim) { return reverse_scan(ScanOp::Sum, w, dim); }
 
 // PyTorch's cumprod gradient. Without zeros in the input: reversed_cumsum(out * g) / x. With
 // zeros, each slice's gradient is 0 after its first zero z1, the plain formula before it, and at
@@ -92,7 +102,7 @@ Tensor cumprod_backward(const Tensor& g, const Tensor& x, int64_t dim, const Ten
 Tensor logcumsumexp_backward(const Tensor& g, const Tensor& x, const Tensor& out, int64_t dim) {
   if (g.dim() == 0 || g.numel() == 0) return g;
   const Tensor lowest = full({}, std::numeric_limits<double>::lowest(), g.options());
-  const auto reverse_lcse = [dim](const Tensor& t) { return logcumsumexp(t.flip({dim}), dim).flip({dim}); };
+  const auto reverse_lcse = [dim](const Tensor& t) { return reverse_scan(ScanOp::LogSumExp, t, dim); };
   const Tensor log_abs = log(abs(g));
   const Tensor zero = zeros({}, g.options());
   const Tensor log_positive = where(gt(g, zero), log_abs, lowest);

@@ -208,6 +208,28 @@ TEST(SortScan, Float32CumsumRoundsOncePerOutputAsPyTorch) {
   FAIL() << "no float32 cumsum case";
 }
 
+TEST(SortScan, BackwardsScanInReverseAsTheFlippedForm) {
+  // cumsum's and logcumsumexp's backward passes scan the gradient from the last position to the
+  // first; without create_graph the kernel does it in place of flip, scan, flip, and must add in
+  // the same order, so the results are equal bit for bit (float32, whose rounding shows order).
+  manual_seed(11);
+  for (const int64_t dim : {0, 1, 2}) {
+    const Tensor x = randn({5, 300, 7}).requires_grad_();
+    const Tensor g = randn({5, 300, 7});
+    cumsum(x, dim).backward(g);
+    EXPECT_TRUE(equal(x.grad(), cumsum(g.flip({dim}), dim).flip({dim}))) << "cumsum, dim " << dim;
+    const Tensor y = randn({5, 300, 7}, kFloat64).requires_grad_();
+    const Tensor gy = randn({5, 300, 7}, kFloat64);
+    const Tensor out = logcumsumexp(y, dim);
+    out.backward(gy);
+    // The same gradient through the composed form, taken under create_graph.
+    const Tensor y2 = y.detach().clone().requires_grad_();
+    const Tensor gy2 = gy.clone().requires_grad_();
+    const auto grads = autograd::grad({logcumsumexp(y2, dim)}, {y2}, {.grad_outputs = {gy2}, .create_graph = true});
+    EXPECT_TRUE(equal(y.grad(), grads[0].detach())) << "logcumsumexp, dim " << dim;
+  }
+}
+
 TEST(SortScan, GradFnNamesArePyTorchs) {
   const Tensor x = randn({3, 4}, kFloat64).requires_grad_();
   EXPECT_EQ(std::get<0>(sort(x)).grad_fn_name(), "SortBackward0");

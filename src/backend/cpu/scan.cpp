@@ -5,6 +5,7 @@
 // each row is a sequential loop; otherwise a task takes one outer slice and a run of inner
 // positions and walks n, keeping the running values of the run in an array, so the innermost
 // loop is over contiguous memory and vectorises. Threads split the outer slices and inner runs.
+// A reverse scan walks n from the last position to the first.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -54,7 +55,8 @@ void for_each_run(const ScanShape& s, const Body& body) {
 }
 
 template <typename T, typename Step>
-void accumulate_typed(const TensorView& x, const TensorView& out, const ScanShape& s, const Step& step) {
+void accumulate_typed(const TensorView& x, const TensorView& out, const ScanShape& s, bool reverse,
+                      const Step& step) {
   using A = kernels::scan_host_acc_t<T>;
   const T* in = x.ptr<const T>();
   T* dst = out.ptr<T>();
@@ -64,7 +66,8 @@ void accumulate_typed(const TensorView& x, const TensorView& out, const ScanShap
     T* yo = dst + o * n * inner;
     if (inner == 1) {
       A running = Step::init();
-      for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = reverse ? n - 1 - k : k;
         running = step(running, static_cast<A>(xo[i]));
         yo[i] = static_cast<T>(running);
       }
@@ -73,7 +76,8 @@ void accumulate_typed(const TensorView& x, const TensorView& out, const ScanShap
     A running[kInnerRun];
     const int64_t w = j1 - j0;
     std::fill(running, running + w, Step::init());
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = reverse ? n - 1 - k : k;
       const T* xi = xo + i * inner + j0;
       T* yi = yo + i * inner + j0;
       for (int64_t j = 0; j < w; ++j) {
@@ -115,24 +119,26 @@ void extreme_typed(const TensorView& x, const TensorView& out, const TensorView&
 
 }  // namespace
 
-void CpuBackend::scan(ScanOp op, const TensorView& x, int64_t dim, const TensorView& out, const TensorView& indices) {
+void CpuBackend::scan(ScanOp op, const TensorView& x, int64_t dim, bool reverse, const TensorView& out,
+                      const TensorView& indices) {
   EMBER_CHECK(x.is_contiguous() && out.is_contiguous() && out.dtype == x.dtype && out.numel() == x.numel() &&
                   (x.ndim() == 0 ? dim == 0 : dim >= 0 && dim < x.ndim()),
               op_name(op), ": the kernel takes contiguous views of one dtype and a dimension in range");
+  EMBER_CHECK(!reverse || (op != ScanOp::Max && op != ScanOp::Min), op_name(op), ": the kernel has no reverse scan");
   if (x.numel() == 0) return;
   const ScanShape s = shape_of(x, dim);
   switch (op) {
     case ScanOp::Sum:
       return dispatch_all(x.dtype, "cumsum", [&]<typename T>() {
-        accumulate_typed<T>(x, out, s, kernels::CumSum<kernels::scan_host_acc_t<T>>{});
+        accumulate_typed<T>(x, out, s, reverse, kernels::CumSum<kernels::scan_host_acc_t<T>>{});
       });
     case ScanOp::Prod:
       return dispatch_all(x.dtype, "cumprod", [&]<typename T>() {
-        accumulate_typed<T>(x, out, s, kernels::CumProd<kernels::scan_host_acc_t<T>>{});
+        accumulate_typed<T>(x, out, s, reverse, kernels::CumProd<kernels::scan_host_acc_t<T>>{});
       });
     case ScanOp::LogSumExp:
       return dispatch_floating(x.dtype, "logcumsumexp", [&]<typename T>() {
-        accumulate_typed<T>(x, out, s, kernels::LogCumSumExp<kernels::scan_host_acc_t<T>>{});
+        accumulate_typed<T>(x, out, s, reverse, kernels::LogCumSumExp<kernels::scan_host_acc_t<T>>{});
       });
     case ScanOp::Max:
     case ScanOp::Min:

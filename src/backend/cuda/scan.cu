@@ -6,7 +6,8 @@
 // compute type here, as PyTorch's CUDA kernels use). Adjacent threads take adjacent inner
 // positions, so their loads coalesce when the scanned dimension is not the last. A long scan
 // over few columns (cumsum of one long vector) runs on few threads; a decoupled look-back
-// scan (CUB's DeviceScan) would be the faster kernel there.
+// scan (CUB's DeviceScan) would be the faster kernel there. A reverse scan walks from the last
+// position to the first.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -26,12 +27,13 @@ __device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x)
 
 template <typename T, typename Step>
 __global__ void __launch_bounds__(kBlockThreads)
-    accumulate_kernel(const T* x, T* out, int64_t columns, int64_t n, int64_t inner, Step step) {
+    accumulate_kernel(const T* x, T* out, int64_t columns, int64_t n, int64_t inner, bool reverse, Step step) {
   using A = kernels::scan_device_acc_t<T>;
   for (int64_t c = grid_start(); c < columns; c += grid_stride()) {
     const int64_t base = (c / inner) * n * inner + c % inner;
     A running = Step::init();
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = reverse ? n - 1 - k : k;
       running = step(running, static_cast<A>(x[base + i * inner]));
       out[base + i * inner] = static_cast<T>(running);
     }
@@ -61,10 +63,12 @@ __global__ void __launch_bounds__(kBlockThreads)
 
 }  // namespace
 
-void CudaBackend::scan(ScanOp op, const TensorView& x, int64_t dim, const TensorView& out, const TensorView& indices) {
+void CudaBackend::scan(ScanOp op, const TensorView& x, int64_t dim, bool reverse, const TensorView& out,
+                       const TensorView& indices) {
   EMBER_CHECK(x.is_contiguous() && out.is_contiguous() && out.dtype == x.dtype && out.numel() == x.numel() &&
                   (x.ndim() == 0 ? dim == 0 : dim >= 0 && dim < x.ndim()),
               op_name(op), ": the kernel takes contiguous views of one dtype and a dimension in range");
+  EMBER_CHECK(!reverse || (op != ScanOp::Max && op != ScanOp::Min), op_name(op), ": the kernel has no reverse scan");
   if (x.numel() == 0) return;
   int64_t n = 1, inner = 1;
   for (int64_t d = dim; d < x.ndim(); ++d) (d == dim ? n : inner) *= x.sizes[d];
@@ -75,20 +79,20 @@ void CudaBackend::scan(ScanOp op, const TensorView& x, int64_t dim, const Tensor
   switch (op) {
     case ScanOp::Sum:
       kernels::dispatch_all(x.dtype, "cumsum", [&]<typename T>() {
-        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner,
+        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner, reverse,
                                                                  kernels::CumSum<kernels::scan_device_acc_t<T>>{});
       });
       break;
     case ScanOp::Prod:
       kernels::dispatch_all(x.dtype, "cumprod", [&]<typename T>() {
-        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner,
+        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner, reverse,
                                                                  kernels::CumProd<kernels::scan_device_acc_t<T>>{});
       });
       break;
     case ScanOp::LogSumExp:
       kernels::dispatch_floating(x.dtype, "logcumsumexp", [&]<typename T>() {
         accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(
-            x.ptr<const T>(), out.ptr<T>(), columns, n, inner, kernels::LogCumSumExp<kernels::scan_device_acc_t<T>>{});
+            x.ptr<const T>(), out.ptr<T>(), columns, n, inner, reverse, kernels::LogCumSumExp<kernels::scan_device_acc_t<T>>{});
       });
       break;
     case ScanOp::Max:
