@@ -101,8 +101,8 @@ std::vector<Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
       backend.channel_affine(view_of(x), per_channel(mean, g), per_channel(a, g), per_channel(b, g), view_of(g),
                              per_channel(scale, g), view_of(gx));
     } else {
-      backend.channel_affine(view_of(g), TensorView(), per_channel(scale, g),
-                             per_channel(zeros({channels}, g.options()), g), TensorView(), TensorView(), view_of(gx));
+      backend.channel_affine(view_of(g), TensorView(), per_channel(scale, g), TensorView(), TensorView(),
+                             TensorView(), view_of(gx));
     }
     grads[0] = gx.view(grad.sizes());
   }
@@ -237,11 +237,11 @@ Tensor batch_norm_impl(const Tensor& input, const Tensor& running_mean, const Te
     }
     // y = scale * (x - mean) + shift, per channel scale = w/std and shift = b: one pass.
     const Tensor scale = weight.defined() ? invstd * weight.to(compute) : invstd;
-    const Tensor shift = bias.defined() ? bias.to(compute) : zeros({channels}, x.options());
+    const Tensor shift = bias.defined() ? bias.to(compute) : Tensor();  // undefined: no shift
     Tensor y = empty(x.sizes(), x.options());
     backend_for(x.device())
-        .channel_affine(view_of(x), per_channel(mean, x), per_channel(scale, x), per_channel(shift, x), TensorView(),
-                        TensorView(), view_of(y));
+        .channel_affine(view_of(x), per_channel(mean, x), per_channel(scale, x),
+                        shift.defined() ? per_channel(shift, x) : TensorView(), TensorView(), TensorView(), view_of(y));
     out = y.view(input.sizes()).to(input.dtype());
   }
 
@@ -355,10 +355,10 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
     mean_nc = geo.per_channel(mean);
     invstd_nc = geo.per_channel(rsqrt(var + eps));
     const Tensor a = weight.defined() ? invstd_nc * weight.to(compute).view({1, C}) : invstd_nc;
-    const Tensor b = bias.defined() ? bias.to(compute).view({1, C}).expand({N, C}) : zeros({N, C}, x.options());
+    const Tensor b = bias.defined() ? bias.to(compute).view({1, C}).expand({N, C}) : Tensor();  // undefined: none
     Tensor y = empty(x.sizes(), x.options());
-    backend.channel_affine(view_of(x), view_of(mean_nc), view_of(a), view_of(b), TensorView(), TensorView(),
-                           view_of(y));
+    backend.channel_affine(view_of(x), view_of(mean_nc), view_of(a), b.defined() ? view_of(b) : TensorView(),
+                           TensorView(), TensorView(), view_of(y));
     out = y.view(input.sizes()).to(input.dtype());
   }
   if (autograd::needs_grad({&input, &weight, &bias})) {

@@ -227,7 +227,7 @@ void CpuBackend::channel_affine(const TensorView& x, const TensorView& m, const 
               "channel_affine: y must be contiguous with x's sizes and dtype, and come with d");
   check_coefficients(m, x, "m", true);
   check_coefficients(a, x, "a", false);
-  check_coefficients(b, x, "b", false);
+  check_coefficients(b, x, "b", true);
   check_coefficients(d, x, "d", true);
   if (x.numel() == 0) return;
   dispatch_norm(x.dtype, "channel_affine", [&]<typename T>() { affine_typed<T>(x, m, a, b, y, d, out); });
