@@ -45,7 +45,7 @@ PUBLIC = [
     (r"cuda\.h", "backend"),
     (r"amp/autocast\.h", "amp"),
     (r"autograd\.h", "ops"),
-    (r"(ops|factories|pad|pool1d|interpolate|conv_transpose|sort|scan|indexing|einsum|bitwise|sampling)\.h", "ops"),
+    (r"(ops|factories|pad|pool1d|interpolate|conv_transpose|sort|scan|indexing|einsum|bitwise|sampling|linalg)\.h", "ops"),
     (r"data/.*", "data"),
     (r"distributed\.h", "distributed"),
     (r"nn/.*", "nn"),
