@@ -95,8 +95,8 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
         [&](const Tensor& a, const Tensor& b) { return cosine_similarity(a, b, dim, eps); }, x1, x2);
   }
   ember::detail::OpContext context("cosine_similarity", {{"x1", &x1}, {"x2", &x2}});
-  detail::check_defined(x1, "cosine_similarity");
-  detail::check_defined(x2, "cosine_similarity");
+  ember::detail::check_defined(x1, "cosine_similarity");
+  ember::detail::check_defined(x2, "cosine_similarity");
   const Dtype common = result_type(x1, x2);
   EMBER_CHECK(is_floating_point(common), "expected common dtype to be floating point, yet common dtype is ",
               scalar_type_name(common));
@@ -129,8 +129,8 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
 
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
   ember::detail::OpContext context("pairwise_distance", {{"x1", &x1}, {"x2", &x2}});
-  detail::check_defined(x1, "pairwise_distance");
-  detail::check_defined(x2, "pairwise_distance");
+  ember::detail::check_defined(x1, "pairwise_distance");
+  ember::detail::check_defined(x2, "pairwise_distance");
   // The last dimension of the broadcast shape, as PyTorch's: norm(x1 - x2 + eps, p, -1).
   Tensor diff = x1 - x2 + eps;
   if (diff.dim() == 0) {

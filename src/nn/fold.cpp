@@ -173,24 +173,22 @@ Tensor fold(const Tensor& input, IntList output_size, IntList kernel_size, IntLi
 
 }  // namespace functional
 
-Unfold::Unfold(std::vector<int64_t> kernel_size, std::vector<int64_t> dilation, std::vector<int64_t> padding,
-               std::vector<int64_t> stride)
-    : kernel_size(std::move(kernel_size)),
-      dilation(std::move(dilation)),
-      padding(std::move(padding)),
-      stride(std::move(stride)) {}
+Unfold::Unfold(SizeList kernel_size, UnfoldOptions options)
+    : kernel_size(kernel_size.vec()),
+      dilation(options.dilation.vec()),
+      padding(options.padding.vec()),
+      stride(options.stride.vec()) {}
 
 Tensor Unfold::forward(const Tensor& input) {
   return functional::unfold(input, kernel_size, dilation, padding, stride);
 }
 
-Fold::Fold(std::vector<int64_t> output_size, std::vector<int64_t> kernel_size, std::vector<int64_t> dilation,
-           std::vector<int64_t> padding, std::vector<int64_t> stride)
-    : output_size(std::move(output_size)),
-      kernel_size(std::move(kernel_size)),
-      dilation(std::move(dilation)),
-      padding(std::move(padding)),
-      stride(std::move(stride)) {}
+Fold::Fold(SizeList output_size, SizeList kernel_size, FoldOptions options)
+    : output_size(output_size.vec()),
+      kernel_size(kernel_size.vec()),
+      dilation(options.dilation.vec()),
+      padding(options.padding.vec()),
+      stride(options.stride.vec()) {}
 
 Tensor Fold::forward(const Tensor& input) {
   return functional::fold(input, output_size, kernel_size, dilation, padding, stride);

@@ -37,7 +37,7 @@ using Inputs = std::initializer_list<ember::detail::OpContext::Input>;
 
 Tensor zero_of(const Tensor& like) { return zeros({}, like.options()); }
 
-std::string torch_size(IntList sizes) { return "torch.Size(" + detail::shape_str(sizes) + ")"; }
+std::string torch_size(IntList sizes) { return "torch.Size(" + ember::detail::shape_str(sizes) + ")"; }
 
 // PyTorch's UserWarning for a target whose size differs from the input's (l1, smooth l1, huber).
 void warn_if_sizes_differ(const Tensor& input, const Tensor& target) {
@@ -48,7 +48,7 @@ void warn_if_sizes_differ(const Tensor& input, const Tensor& target) {
 }
 
 void check_all_defined(std::initializer_list<const Tensor*> tensors, const char* op) {
-  for (const Tensor* t : tensors) detail::check_defined(*t, op);
+  for (const Tensor* t : tensors) ember::detail::check_defined(*t, op);
 }
 
 // A CPU tensor's values as doubles, for the checks PyTorch's CPU kernels make as they read them.
@@ -134,7 +134,7 @@ void check_weight_broadcasts(const Tensor& target, const Tensor& weight) {
     const int64_t ti = t[t.size() - i], wi = w[w.size() - i];
     EMBER_CHECK(wi == 1 || ti == 1 || wi == ti, "Attempting to broadcast a dimension of length ", wi, " at ", -i,
                 "! Mismatching argument at index 1 had ", torch_size(w),
-                "; but expected shape should be broadcastable to ", detail::shape_str(t));
+                "; but expected shape should be broadcastable to ", ember::detail::shape_str(t));
   }
 }
 
@@ -350,7 +350,7 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
 Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, double var, bool full, double eps,
                          Reduction reduction) {
   EMBER_CHECK(var >= 0, "var has negative entry/entries");
-  detail::check_defined(input, "gaussian_nll_loss");
+  ember::detail::check_defined(input, "gaussian_nll_loss");
   return gaussian_nll_loss(input, target, full_like(input, var), full, eps, reduction);
 }
 
@@ -445,18 +445,18 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
   const int64_t ndims = input.dim();
   EMBER_CHECK((ndims == 2 && input.size(1) != 0) || (ndims == 1 && input.size(0) != 0) || ndims == 0,
               "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ",
-              detail::shape_str(input.sizes()));
+              ember::detail::shape_str(input.sizes()));
   const int64_t frames = ndims <= 1 ? 1 : input.size(0);
   const int64_t classes = ndims == 0 ? 1 : input.size(ndims - 1);
   EMBER_CHECK(target.dim() <= 1 && target.numel() == frames,
               "multi_margin_loss: target tensor should be 1-D with size equal to the number of input samples (batch "
               "size). Expected target size [",
-              frames, "], but got ", detail::shape_str(target.sizes()), ". Input has shape ",
-              detail::shape_str(input.sizes()), ".");
+              frames, "], but got ", ember::detail::shape_str(target.sizes()), ". Input has shape ",
+              ember::detail::shape_str(input.sizes()), ".");
   check_long_target(target);
   if (weight.defined()) {
     EMBER_CHECK(weight.numel() == classes, "inconsistent weight size, expected ", classes, " but got ",
-                detail::shape_str(weight.sizes()));
+                ember::detail::shape_str(weight.sizes()));
     EMBER_CHECK(weight.dtype() == input.dtype(), "expected scalar type ", scalar_type_name(input.dtype()),
                 " but found ", scalar_type_name(weight.dtype()));
   }
@@ -490,13 +490,13 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reducti
   const int64_t ndims = input.dim();
   EMBER_CHECK((ndims == 2 && input.size(1) != 0) || (ndims == 1 && input.size(0) != 0) || ndims == 0,
               "Expected non-empty vector or matrix with optional 0-dim batch size, but got: ",
-              detail::shape_str(input.sizes()));
+              ember::detail::shape_str(input.sizes()));
   const int64_t frames = ndims <= 1 ? 1 : input.size(0);
   const int64_t classes = ndims == 0 ? 1 : input.size(ndims - 1);
   const bool consistent = ndims <= 1 ? target.dim() <= 1 && target.numel() == classes
                                      : target.dim() == 2 && target.size(0) == frames && target.size(1) == classes;
-  EMBER_CHECK(consistent, "inconsistent target size: ", detail::shape_str(target.sizes()),
-              " for input of size: ", detail::shape_str(input.sizes()));
+  EMBER_CHECK(consistent, "inconsistent target size: ", ember::detail::shape_str(target.sizes()),
+              " for input of size: ", ember::detail::shape_str(input.sizes()));
   check_long_target(target);
   if (target.is_cpu()) {
     for (const int64_t t : host_indices(target))
@@ -538,11 +538,11 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
   if (target_dim == 1) {
     EMBER_CHECK(input1.dim() == 2 && input2.dim() == 2,
                 "1D target tensor expects 2D input tensors, but found inputs with sizes ",
-                detail::shape_str(input1.sizes()), " and ", detail::shape_str(input2.sizes()), ".");
+                ember::detail::shape_str(input1.sizes()), " and ", ember::detail::shape_str(input2.sizes()), ".");
   } else {
     EMBER_CHECK(input1.dim() == 1 && input2.dim() == 1,
                 "0D target tensor expects 1D input tensors, but found inputs with sizes ",
-                detail::shape_str(input1.sizes()), " and ", detail::shape_str(input2.sizes()), ".");
+                ember::detail::shape_str(input1.sizes()), " and ", ember::detail::shape_str(input2.sizes()), ".");
   }
   constexpr double kEpsilon = 1e-12;
   const int64_t dims[1] = {target_dim};
@@ -569,7 +569,7 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
   ember::detail::OpContext context("triplet_margin_loss",
                                    {{"anchor", &anchor}, {"positive", &positive}, {"negative", &negative}});
   check_all_defined({&anchor, &positive, &negative}, "triplet_margin_loss");
-  EMBER_CHECK(margin > 0, "margin must be greater than 0, got ", detail::python_float(margin));
+  EMBER_CHECK(margin > 0, "margin must be greater than 0, got ", ember::detail::python_float(margin));
   const int64_t a_dim = anchor.dim(), p_dim = positive.dim(), n_dim = negative.dim();
   EMBER_CHECK(a_dim == p_dim && p_dim == n_dim,
               "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
@@ -587,7 +587,7 @@ Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& pos
   ember::detail::OpContext context("triplet_margin_with_distance_loss",
                                    {{"anchor", &anchor}, {"positive", &positive}, {"negative", &negative}});
   check_all_defined({&anchor, &positive, &negative}, "triplet_margin_with_distance_loss");
-  EMBER_CHECK(margin > 0, "margin must be greater than 0, got ", detail::python_float(margin));
+  EMBER_CHECK(margin > 0, "margin must be greater than 0, got ", ember::detail::python_float(margin));
   const int64_t a_dim = anchor.dim(), p_dim = positive.dim(), n_dim = negative.dim();
   EMBER_CHECK(a_dim == p_dim && p_dim == n_dim,
               "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
@@ -606,21 +606,30 @@ Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& pos
 
 namespace ember::nn {
 
+Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
+  if (!weight.defined()) return functional::binary_cross_entropy_with_logits(input, target, reduction, pos_weight);
+  // As PyTorch's kernel: each element's loss times the weight, then the reduction.
+  const Tensor loss = functional::binary_cross_entropy_with_logits(input, target, Reduction::None, pos_weight);
+  return functional::reduce_loss(loss * weight, reduction);
+}
+
 Tensor Loss3::forward(const Tensor& /*a*/, const Tensor& /*b*/) {
-  detail::fail(name(), ".forward() missing 1 required positional argument: '", third_, "'");
+  ember::detail::fail(name(), ".forward() missing 1 required positional argument: '", third_, "'");
 }
 
 TripletMarginLoss::TripletMarginLoss(double margin, double p, double eps, bool swap, Reduction reduction)
     : Loss3(reduction, "negative"), margin(margin), p(p), eps(eps), swap(swap) {
-  EMBER_CHECK(margin > 0, "TripletMarginLoss: expected margin to be greater than 0, got ", detail::python_float(margin),
+  EMBER_CHECK(margin > 0, "TripletMarginLoss: expected margin to be greater than 0, got ", ember::detail::python_float(margin),
               " instead");
 }
 
-TripletMarginWithDistanceLoss::TripletMarginWithDistanceLoss(functional::DistanceFunction distance_function,
-                                                             double margin, bool swap, Reduction reduction)
-    : Loss3(reduction, "negative"), distance_function(std::move(distance_function)), margin(margin), swap(swap) {
+TripletMarginWithDistanceLoss::TripletMarginWithDistanceLoss(TripletMarginWithDistanceLossOptions options)
+    : Loss3(options.reduction, "negative"),
+      distance_function(std::move(options.distance_function)),
+      margin(options.margin),
+      swap(options.swap) {
   EMBER_CHECK(margin > 0, "TripletMarginWithDistanceLoss: expected margin to be greater than 0, got ",
-              detail::python_float(margin), " instead");
+              ember::detail::python_float(margin), " instead");
 }
 
 }  // namespace ember::nn

@@ -46,9 +46,18 @@ Tensor Linear::forward(const Tensor& input) { return functional::linear(input, w
 
 // ---------------------------------------------------------------- small layers
 
-GELU::GELU(std::string approximate) : approximate(std::move(approximate)) {
+GELU::GELU(GELUOptions options) : approximate(std::move(options.approximate)) {
   EMBER_CHECK(this->approximate == "none" || this->approximate == "tanh",
               "approximate argument must be either none or tanh.");
+}
+
+Tensor SiLU::forward(const Tensor& input) {
+  if (!inplace) return functional::silu(input);
+  // ember has no silu_ op: the result of a copy goes into the caller's tensor. silu keeps the
+  // copy for its gradient, as PyTorch's silu_ keeps the original values, so the gradient is the
+  // same and the caller's handle sees the change.
+  Tensor& written = const_cast<Tensor&>(input);
+  return written.copy_(functional::silu(input.clone()));
 }
 
 Dropout::Dropout(double p, bool inplace) : p(p), inplace(inplace) {

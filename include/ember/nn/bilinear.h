@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ember/nn/module.h"
+#include "ember/nn/sizes.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {
@@ -18,11 +19,19 @@ Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight
 
 }  // namespace functional
 
+/// The options of nn.Bilinear after the three sizes.
+struct BilinearOptions {
+  detail::DesignatedOnly designated_only = {};
+  bool bias = true;
+};
+
 /// torch.nn.Bilinear(in1_features, in2_features, out_features, bias=True): weight [out, in1, in2]
 /// and bias [out], both drawn from uniform(±1/sqrt(in1_features)), weight first.
 class Bilinear : public Module {
  public:
   Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true);
+  Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_features, BilinearOptions options)
+      : Bilinear(in1_features, in2_features, out_features, options.bias) {}
   std::string name() const override { return "Bilinear"; }
   Tensor forward(const Tensor& input1, const Tensor& input2);
   using Module::forward;

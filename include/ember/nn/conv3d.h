@@ -23,18 +23,6 @@
 #include "ember/nn/sizes.h"
 #include "ember/tensor.h"
 
-// The first member of these options structs: a plain braced list cannot initialise it, so
-// `nn::MaxPool3d(3, {2, 2, 2})` does not compile (rather than silently read as stride 2,
-// padding 2, dilation 2), while designated initializers skip it: `{.stride = 2, .padding = 1}`.
-#ifndef EMBER_NN_OPTIONS_3D_DESIGNATED_ONLY
-#define EMBER_NN_OPTIONS_3D_DESIGNATED_ONLY
-namespace ember::nn::detail {
-struct Options3dDesignatedOnly {
-  constexpr Options3dDesignatedOnly() = default;
-};
-}  // namespace ember::nn::detail
-#endif
-
 namespace ember::nn {
 
 namespace functional {
@@ -89,7 +77,7 @@ class Conv3dPadding {
 
 /// Conv3d's optional arguments, PyTorch's names and defaults.
 struct Conv3dOptions {
-  detail::Options3dDesignatedOnly designated_only = {};
+  detail::DesignatedOnly designated_only = {};
   ExpandingSize<3> stride = 1;
   Conv3dPadding padding = 0;
   ExpandingSize<3> dilation = 1;
@@ -122,7 +110,7 @@ class Conv3d : public Module {
 
 /// ConvTranspose3d's optional arguments, PyTorch's names and defaults.
 struct ConvTranspose3dOptions {
-  detail::Options3dDesignatedOnly designated_only = {};
+  detail::DesignatedOnly designated_only = {};
   ExpandingSize<3> stride = 1;
   ExpandingSize<3> padding = 0;
   ExpandingSize<3> output_padding = 0;

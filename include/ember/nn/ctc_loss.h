@@ -49,6 +49,9 @@ class CTCLoss : public Module {
  public:
   explicit CTCLoss(CTCLossOptions options = {})
       : blank(options.blank), reduction(options.reduction), zero_infinity(options.zero_infinity) {}
+  /// PyTorch's positional order.
+  explicit CTCLoss(int64_t blank, Reduction reduction = Reduction::Mean, bool zero_infinity = false)
+      : CTCLoss(CTCLossOptions{.blank = blank, .reduction = reduction, .zero_infinity = zero_infinity}) {}
   std::string name() const override { return "CTCLoss"; }
 
   using Module::forward;

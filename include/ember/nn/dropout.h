@@ -35,6 +35,13 @@ Tensor feature_alpha_dropout(const Tensor& input, double p = 0.5, bool training 
 
 }  // namespace functional
 
+// libtorch's names for the options of each dropout layer: all DropoutOptions.
+using Dropout1dOptions = DropoutOptions;
+using Dropout2dOptions = DropoutOptions;
+using Dropout3dOptions = DropoutOptions;
+using AlphaDropoutOptions = DropoutOptions;
+using FeatureAlphaDropoutOptions = DropoutOptions;
+
 /// What the dropout layers share (PyTorch's _DropoutNd): p in [0, 1] and inplace, given
 /// positionally or as DropoutOptions (ember/nn/modules.h): nn::Dropout2d({.p = 0.2}).
 class DropoutNd : public Module {

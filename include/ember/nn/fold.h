@@ -5,10 +5,12 @@
 /// scatter_add and crops the padding. So both are differentiable on every device, each the
 /// other's gradient. Sizes are one value (both dimensions) or a [height, width] pair.
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/nn/sizes.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {
@@ -27,21 +29,46 @@ Tensor fold(const Tensor& input, IntList output_size, IntList kernel_size, IntLi
 
 }  // namespace functional
 
+/// The options of nn.Unfold after kernel_size and of nn.Fold after output_size and kernel_size:
+/// each one value (both dimensions) or a [height, width] pair.
+struct UnfoldOptions {
+  detail::DesignatedOnly designated_only = {};
+  SizeList dilation = 1;
+  SizeList padding = 0;
+  SizeList stride = 1;
+};
+using FoldOptions = UnfoldOptions;
+
 /// torch.nn.Unfold(kernel_size, dilation=1, padding=0, stride=1).
+///   nn::Unfold(3, 1, 1, 2);                      nn::Unfold(3, {.padding = 1, .stride = 2});
 class Unfold : public Module {
  public:
-  explicit Unfold(std::vector<int64_t> kernel_size, std::vector<int64_t> dilation = {1},
-                  std::vector<int64_t> padding = {0}, std::vector<int64_t> stride = {1});
+  explicit Unfold(SizeList kernel_size) : Unfold(std::move(kernel_size), UnfoldOptions{}) {}
+  /// One braced list alone is the kernel size (`{2, 3}`), never a list of constructor arguments.
+  explicit Unfold(std::initializer_list<int64_t> kernel_size) : Unfold(SizeList(kernel_size)) {}
+  /// (A template only so that GCC 12 does not also read `{.stride = 2}` as a size.)
+  template <int = 0>
+  Unfold(SizeList kernel_size, SizeList dilation, SizeList padding = 0, SizeList stride = 1)
+      : Unfold(std::move(kernel_size),
+               UnfoldOptions{
+                   .dilation = std::move(dilation), .padding = std::move(padding), .stride = std::move(stride)}) {}
+  Unfold(SizeList kernel_size, UnfoldOptions options);
   std::string name() const override { return "Unfold"; }
   Tensor forward(const Tensor& input) override;
   std::vector<int64_t> kernel_size, dilation, padding, stride;
 };
 
 /// torch.nn.Fold(output_size, kernel_size, dilation=1, padding=0, stride=1).
+///   nn::Fold({4, 5}, 2, 1, 0, 2);                nn::Fold({4, 5}, 2, {.stride = 2});
 class Fold : public Module {
  public:
-  Fold(std::vector<int64_t> output_size, std::vector<int64_t> kernel_size, std::vector<int64_t> dilation = {1},
-       std::vector<int64_t> padding = {0}, std::vector<int64_t> stride = {1});
+  /// (A template only so that GCC 12 does not also read `{.stride = 2}` as a size.)
+  template <int = 0>
+  Fold(SizeList output_size, SizeList kernel_size, SizeList dilation = 1, SizeList padding = 0, SizeList stride = 1)
+      : Fold(std::move(output_size), std::move(kernel_size),
+             FoldOptions{.dilation = std::move(dilation), .padding = std::move(padding), .stride = std::move(stride)}) {
+  }
+  Fold(SizeList output_size, SizeList kernel_size, FoldOptions options);
   std::string name() const override { return "Fold"; }
   Tensor forward(const Tensor& input) override;
   std::vector<int64_t> output_size, kernel_size, dilation, padding, stride;

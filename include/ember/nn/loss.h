@@ -3,6 +3,11 @@
 /// Constructors take PyTorch's arguments in PyTorch's order and with its defaults (without the
 /// deprecated size_average and reduce); losses whose first argument is not the reduction also
 /// take a Reduction alone. Each forward is the functional of the same name (functional.h).
+///
+/// Each loss also takes one `<Loss>Options` struct of its optional arguments, PyTorch's names and
+/// defaults, written with designated initializers:
+///   nn::CrossEntropyLoss({.weight = w, .label_smoothing = 0.1});
+///   nn::SmoothL1Loss({.beta = 0.5});             nn::MSELoss({.reduction = Reduction::Sum});
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -10,6 +15,7 @@
 #include "ember/nn/distance.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/module.h"
+#include "ember/nn/sizes.h"
 
 namespace ember::nn {
 
@@ -21,6 +27,15 @@ class Loss : public Module {
   using Module::forward;
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
   Reduction reduction;
+};
+
+/// The options of nn.CrossEntropyLoss.
+struct CrossEntropyLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  Tensor weight = Tensor();
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::Mean;
+  double label_smoothing = 0.0;
 };
 
 /// log_softmax over the class dimension, then the negative log-likelihood of the target classes
@@ -39,6 +54,8 @@ class CrossEntropyLoss : public Loss {
   explicit CrossEntropyLoss(Tensor weight, int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
                             double label_smoothing = 0.0)
       : CrossEntropyLoss(reduction, label_smoothing, std::move(weight), ignore_index) {}
+  explicit CrossEntropyLoss(CrossEntropyLossOptions options)
+      : CrossEntropyLoss(options.reduction, options.label_smoothing, std::move(options.weight), options.ignore_index) {}
   std::string name() const override { return "CrossEntropyLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::cross_entropy(input, target, reduction, label_smoothing, weight, ignore_index);
@@ -46,6 +63,14 @@ class CrossEntropyLoss : public Loss {
   double label_smoothing;
   Tensor weight;
   int64_t ignore_index;
+};
+
+/// The options of nn.NLLLoss (and nn.NLLLoss2d).
+struct NLLLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  Tensor weight = Tensor();
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::Mean;
 };
 
 /// The negative log-likelihood of int64 class targets, with optional per-class `weight` (a buffer
@@ -59,6 +84,8 @@ class NLLLoss : public Loss {
   /// PyTorch's argument order: NLLLoss(weight, ignore_index, reduction).
   explicit NLLLoss(Tensor weight, int64_t ignore_index = -100, Reduction reduction = Reduction::Mean)
       : NLLLoss(reduction, std::move(weight), ignore_index) {}
+  explicit NLLLoss(NLLLossOptions options)
+      : NLLLoss(options.reduction, std::move(options.weight), options.ignore_index) {}
   std::string name() const override { return "NLLLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::nll_loss(input, target, reduction, weight, ignore_index);
@@ -67,25 +94,49 @@ class NLLLoss : public Loss {
   int64_t ignore_index;
 };
 
+/// The options of the losses whose only argument is the reduction (nn.MSELoss, L1Loss,
+/// SoftMarginLoss, MultiLabelMarginLoss; one alias per loss).
+struct ReductionOptions {
+  detail::DesignatedOnly designated_only = {};
+  Reduction reduction = Reduction::Mean;
+};
+using MSELossOptions = ReductionOptions;
+using L1LossOptions = ReductionOptions;
+using SoftMarginLossOptions = ReductionOptions;
+using MultiLabelMarginLossOptions = ReductionOptions;
+
 class MSELoss : public Loss {
  public:
   explicit MSELoss(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  explicit MSELoss(MSELossOptions options) : MSELoss(options.reduction) {}
   std::string name() const override { return "MSELoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::mse_loss(input, target, reduction);
   }
 };
 
+/// The options of nn.BCEWithLogitsLoss.
+struct BCEWithLogitsLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  Tensor weight = Tensor();  // scales each element's loss, broadcast to the input
+  Reduction reduction = Reduction::Mean;
+  Tensor pos_weight = Tensor();  // weighs the positive term, broadcast along the last dimension
+};
+
+/// `weight` and `pos_weight` are buffers of those names when defined (weight first, as PyTorch
+/// registers them).
 class BCEWithLogitsLoss : public Loss {
  public:
   explicit BCEWithLogitsLoss(Reduction reduction = Reduction::Mean, Tensor pos_weight = Tensor())
-      : Loss(reduction), pos_weight(std::move(pos_weight)) {
-    if (this->pos_weight.defined()) register_buffer("pos_weight", this->pos_weight);
+      : BCEWithLogitsLoss(BCEWithLogitsLossOptions{.reduction = reduction, .pos_weight = std::move(pos_weight)}) {}
+  explicit BCEWithLogitsLoss(BCEWithLogitsLossOptions options)
+      : Loss(options.reduction), weight(std::move(options.weight)), pos_weight(std::move(options.pos_weight)) {
+    if (weight.defined()) register_buffer("weight", weight);
+    if (pos_weight.defined()) register_buffer("pos_weight", pos_weight);
   }
   std::string name() const override { return "BCEWithLogitsLoss"; }
-  Tensor forward(const Tensor& input, const Tensor& target) override {
-    return functional::binary_cross_entropy_with_logits(input, target, reduction, pos_weight);
-  }
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  Tensor weight;
   Tensor pos_weight;
 };
 
@@ -108,15 +159,24 @@ class Loss3 : public Loss {
 class L1Loss : public Loss {
  public:
   explicit L1Loss(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  explicit L1Loss(L1LossOptions options) : L1Loss(options.reduction) {}
   std::string name() const override { return "L1Loss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::l1_loss(input, target, reduction);
   }
 };
 
+/// The options of nn.SmoothL1Loss.
+struct SmoothL1LossOptions {
+  detail::DesignatedOnly designated_only = {};
+  Reduction reduction = Reduction::Mean;
+  double beta = 1.0;
+};
+
 class SmoothL1Loss : public Loss {
  public:
   explicit SmoothL1Loss(Reduction reduction = Reduction::Mean, double beta = 1.0) : Loss(reduction), beta(beta) {}
+  explicit SmoothL1Loss(SmoothL1LossOptions options) : SmoothL1Loss(options.reduction, options.beta) {}
   std::string name() const override { return "SmoothL1Loss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::smooth_l1_loss(input, target, reduction, beta);
@@ -124,14 +184,29 @@ class SmoothL1Loss : public Loss {
   double beta;
 };
 
+/// The options of nn.HuberLoss.
+struct HuberLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  Reduction reduction = Reduction::Mean;
+  double delta = 1.0;
+};
+
 class HuberLoss : public Loss {
  public:
   explicit HuberLoss(Reduction reduction = Reduction::Mean, double delta = 1.0) : Loss(reduction), delta(delta) {}
+  explicit HuberLoss(HuberLossOptions options) : HuberLoss(options.reduction, options.delta) {}
   std::string name() const override { return "HuberLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::huber_loss(input, target, reduction, delta);
   }
   double delta;
+};
+
+/// The options of nn.KLDivLoss.
+struct KLDivLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  KLDivReduction reduction = KLDivReduction::Mean;
+  bool log_target = false;
 };
 
 /// With KLDivReduction::BatchMean, `batchmean` is true and `reduction` is Sum (then divided by
@@ -146,6 +221,7 @@ class KLDivLoss : public Loss {
         log_target(log_target) {}
   explicit KLDivLoss(Reduction reduction, bool log_target = false)
       : Loss(reduction), batchmean(false), log_target(log_target) {}
+  explicit KLDivLoss(KLDivLossOptions options) : KLDivLoss(options.reduction, options.log_target) {}
   std::string name() const override { return "KLDivLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     if (batchmean) return functional::kl_div(input, target, KLDivReduction::BatchMean, log_target);
@@ -153,6 +229,13 @@ class KLDivLoss : public Loss {
   }
   bool batchmean;
   bool log_target;
+};
+
+/// The options of nn.BCELoss.
+struct BCELossOptions {
+  detail::DesignatedOnly designated_only = {};
+  Tensor weight = Tensor();
+  Reduction reduction = Reduction::Mean;
 };
 
 /// Binary cross-entropy of probabilities; `weight` (a buffer "weight" when defined) scales each
@@ -165,11 +248,21 @@ class BCELoss : public Loss {
   }
   /// PyTorch's argument order: BCELoss(weight, reduction).
   explicit BCELoss(Tensor weight, Reduction reduction = Reduction::Mean) : BCELoss(reduction, std::move(weight)) {}
+  explicit BCELoss(BCELossOptions options) : BCELoss(options.reduction, std::move(options.weight)) {}
   std::string name() const override { return "BCELoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::binary_cross_entropy(input, target, weight, reduction);
   }
   Tensor weight;
+};
+
+/// The options of nn.PoissonNLLLoss.
+struct PoissonNLLLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  bool log_input = true;
+  bool full = false;
+  double eps = 1e-8;
+  Reduction reduction = Reduction::Mean;
 };
 
 class PoissonNLLLoss : public Loss {
@@ -178,6 +271,8 @@ class PoissonNLLLoss : public Loss {
                           Reduction reduction = Reduction::Mean)
       : Loss(reduction), log_input(log_input), full(full), eps(eps) {}
   explicit PoissonNLLLoss(Reduction reduction) : PoissonNLLLoss(true, false, 1e-8, reduction) {}
+  explicit PoissonNLLLoss(PoissonNLLLossOptions options)
+      : PoissonNLLLoss(options.log_input, options.full, options.eps, options.reduction) {}
   std::string name() const override { return "PoissonNLLLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::poisson_nll_loss(input, target, log_input, full, eps, reduction);
@@ -187,12 +282,22 @@ class PoissonNLLLoss : public Loss {
   double eps;
 };
 
+/// The options of nn.GaussianNLLLoss.
+struct GaussianNLLLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  bool full = false;
+  double eps = 1e-6;
+  Reduction reduction = Reduction::Mean;
+};
+
 /// forward(input, target, var), var a tensor or one number.
 class GaussianNLLLoss : public Loss3 {
  public:
   explicit GaussianNLLLoss(bool full = false, double eps = 1e-6, Reduction reduction = Reduction::Mean)
       : Loss3(reduction, "var"), full(full), eps(eps) {}
   explicit GaussianNLLLoss(Reduction reduction) : GaussianNLLLoss(false, 1e-6, reduction) {}
+  explicit GaussianNLLLoss(GaussianNLLLossOptions options)
+      : GaussianNLLLoss(options.full, options.eps, options.reduction) {}
   std::string name() const override { return "GaussianNLLLoss"; }
   using Loss3::forward;
   using Loss3::operator();
@@ -207,12 +312,21 @@ class GaussianNLLLoss : public Loss3 {
   double eps;
 };
 
+/// The options of nn.MarginRankingLoss and nn.CosineEmbeddingLoss.
+struct MarginRankingLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  double margin = 0.0;
+  Reduction reduction = Reduction::Mean;
+};
+using CosineEmbeddingLossOptions = MarginRankingLossOptions;
+
 /// forward(input1, input2, target).
 class MarginRankingLoss : public Loss3 {
  public:
   explicit MarginRankingLoss(double margin = 0.0, Reduction reduction = Reduction::Mean)
       : Loss3(reduction, "target"), margin(margin) {}
   explicit MarginRankingLoss(Reduction reduction) : MarginRankingLoss(0.0, reduction) {}
+  explicit MarginRankingLoss(MarginRankingLossOptions options) : MarginRankingLoss(options.margin, options.reduction) {}
   std::string name() const override { return "MarginRankingLoss"; }
   using Loss3::forward;
   Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) override {
@@ -221,11 +335,20 @@ class MarginRankingLoss : public Loss3 {
   double margin;
 };
 
+/// The options of nn.HingeEmbeddingLoss (PyTorch's default margin here is 1).
+struct HingeEmbeddingLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  double margin = 1.0;
+  Reduction reduction = Reduction::Mean;
+};
+
 class HingeEmbeddingLoss : public Loss {
  public:
   explicit HingeEmbeddingLoss(double margin = 1.0, Reduction reduction = Reduction::Mean)
       : Loss(reduction), margin(margin) {}
   explicit HingeEmbeddingLoss(Reduction reduction) : HingeEmbeddingLoss(1.0, reduction) {}
+  explicit HingeEmbeddingLoss(HingeEmbeddingLossOptions options)
+      : HingeEmbeddingLoss(options.margin, options.reduction) {}
   std::string name() const override { return "HingeEmbeddingLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::hinge_embedding_loss(input, target, margin, reduction);
@@ -236,10 +359,18 @@ class HingeEmbeddingLoss : public Loss {
 class SoftMarginLoss : public Loss {
  public:
   explicit SoftMarginLoss(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  explicit SoftMarginLoss(SoftMarginLossOptions options) : SoftMarginLoss(options.reduction) {}
   std::string name() const override { return "SoftMarginLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::soft_margin_loss(input, target, reduction);
   }
+};
+
+/// The options of nn.MultiLabelSoftMarginLoss.
+struct MultiLabelSoftMarginLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  Tensor weight = Tensor();
+  Reduction reduction = Reduction::Mean;
 };
 
 /// `weight` (a buffer "weight" when defined) scales each class.
@@ -252,11 +383,22 @@ class MultiLabelSoftMarginLoss : public Loss {
   /// PyTorch's argument order: MultiLabelSoftMarginLoss(weight, reduction).
   explicit MultiLabelSoftMarginLoss(Tensor weight, Reduction reduction = Reduction::Mean)
       : MultiLabelSoftMarginLoss(reduction, std::move(weight)) {}
+  explicit MultiLabelSoftMarginLoss(MultiLabelSoftMarginLossOptions options)
+      : MultiLabelSoftMarginLoss(options.reduction, std::move(options.weight)) {}
   std::string name() const override { return "MultiLabelSoftMarginLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::multilabel_soft_margin_loss(input, target, weight, reduction);
   }
   Tensor weight;
+};
+
+/// The options of nn.MultiMarginLoss.
+struct MultiMarginLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  int64_t p = 1;
+  double margin = 1.0;
+  Tensor weight = Tensor();
+  Reduction reduction = Reduction::Mean;
 };
 
 /// `weight` (a buffer "weight" when defined) scales each target class.
@@ -268,6 +410,8 @@ class MultiMarginLoss : public Loss {
     if (this->weight.defined()) register_buffer("weight", this->weight);
   }
   explicit MultiMarginLoss(Reduction reduction) : MultiMarginLoss(1, 1.0, Tensor(), reduction) {}
+  explicit MultiMarginLoss(MultiMarginLossOptions options)
+      : MultiMarginLoss(options.p, options.margin, std::move(options.weight), options.reduction) {}
   std::string name() const override { return "MultiMarginLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::multi_margin_loss(input, target, p, margin, weight, reduction);
@@ -280,6 +424,7 @@ class MultiMarginLoss : public Loss {
 class MultiLabelMarginLoss : public Loss {
  public:
   explicit MultiLabelMarginLoss(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  explicit MultiLabelMarginLoss(MultiLabelMarginLossOptions options) : MultiLabelMarginLoss(options.reduction) {}
   std::string name() const override { return "MultiLabelMarginLoss"; }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::multilabel_margin_loss(input, target, reduction);
@@ -292,6 +437,8 @@ class CosineEmbeddingLoss : public Loss3 {
   explicit CosineEmbeddingLoss(double margin = 0.0, Reduction reduction = Reduction::Mean)
       : Loss3(reduction, "target"), margin(margin) {}
   explicit CosineEmbeddingLoss(Reduction reduction) : CosineEmbeddingLoss(0.0, reduction) {}
+  explicit CosineEmbeddingLoss(CosineEmbeddingLossOptions options)
+      : CosineEmbeddingLoss(options.margin, options.reduction) {}
   std::string name() const override { return "CosineEmbeddingLoss"; }
   using Loss3::forward;
   Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target) override {
@@ -300,12 +447,24 @@ class CosineEmbeddingLoss : public Loss3 {
   double margin;
 };
 
+/// The options of nn.TripletMarginLoss.
+struct TripletMarginLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  double margin = 1.0;
+  double p = 2.0;
+  double eps = 1e-6;
+  bool swap = false;
+  Reduction reduction = Reduction::Mean;
+};
+
 /// forward(anchor, positive, negative); margin must be positive.
 class TripletMarginLoss : public Loss3 {
  public:
   explicit TripletMarginLoss(double margin = 1.0, double p = 2.0, double eps = 1e-6, bool swap = false,
                              Reduction reduction = Reduction::Mean);
   explicit TripletMarginLoss(Reduction reduction) : TripletMarginLoss(1.0, 2.0, 1e-6, false, reduction) {}
+  explicit TripletMarginLoss(TripletMarginLossOptions options)
+      : TripletMarginLoss(options.margin, options.p, options.eps, options.swap, options.reduction) {}
   std::string name() const override { return "TripletMarginLoss"; }
   using Loss3::forward;
   Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) override {
@@ -317,12 +476,29 @@ class TripletMarginLoss : public Loss3 {
   bool swap;
 };
 
+/// The options of nn.TripletMarginWithDistanceLoss.
+struct TripletMarginWithDistanceLossOptions {
+  detail::DesignatedOnly designated_only = {};
+  functional::DistanceFunction distance_function = {};  // empty: pairwise_distance
+  double margin = 1.0;
+  bool swap = false;
+  Reduction reduction = Reduction::Mean;
+};
+
 /// forward(anchor, positive, negative) with any distance (pairwise_distance when empty); margin
 /// must be positive.
 class TripletMarginWithDistanceLoss : public Loss3 {
  public:
+  /// (A template only so that GCC 12 does not also read `{.margin = 2.0}` as a distance function.)
+  template <int = 0>
   explicit TripletMarginWithDistanceLoss(functional::DistanceFunction distance_function = {}, double margin = 1.0,
-                                         bool swap = false, Reduction reduction = Reduction::Mean);
+                                         bool swap = false, Reduction reduction = Reduction::Mean)
+      : TripletMarginWithDistanceLoss(
+            TripletMarginWithDistanceLossOptions{.distance_function = std::move(distance_function),
+                                                 .margin = margin,
+                                                 .swap = swap,
+                                                 .reduction = reduction}) {}
+  explicit TripletMarginWithDistanceLoss(TripletMarginWithDistanceLossOptions options);
   explicit TripletMarginWithDistanceLoss(Reduction reduction)
       : TripletMarginWithDistanceLoss(functional::DistanceFunction(), 1.0, false, reduction) {}
   std::string name() const override { return "TripletMarginWithDistanceLoss"; }

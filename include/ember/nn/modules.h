@@ -20,16 +20,6 @@
 
 namespace ember::nn {
 
-namespace detail {
-/// The first member of every layer's options struct. A plain braced list cannot initialise it,
-/// so `{2, 2}` never converts to the options (it stays a size for the positional constructor,
-/// as in `nn::MaxPool2d({3, 3}, {2, 2})`), while designated initializers skip it. Options are
-/// therefore written with designators only: `{.stride = 2, .padding = 1}`.
-struct DesignatedOnly {
-  constexpr DesignatedOnly() = default;
-};
-}  // namespace detail
-
 /// The options of nn.Linear after in_features and out_features.
 struct LinearOptions {
   detail::DesignatedOnly designated_only = {};
@@ -67,27 +57,52 @@ class Flatten : public Module {
   int64_t start_dim, end_dim;
 };
 
+/// The options of the activations whose only argument is `inplace` (nn.ReLU, ReLU6, SELU,
+/// Hardsigmoid, Hardswish, Mish, ...; ember/nn/activation.h names one alias per layer).
+struct InplaceOptions {
+  detail::DesignatedOnly designated_only = {};
+  bool inplace = false;
+};
+using ReLUOptions = InplaceOptions;
+
 class ReLU : public Module {
  public:
   /// With `inplace`, forward writes into its input, as nn.ReLU(inplace=True).
+  ///   nn::ReLU(true);                              nn::ReLU({.inplace = true});
   explicit ReLU(bool inplace = false) : inplace(inplace) {}
+  explicit ReLU(ReLUOptions options) : ReLU(options.inplace) {}
   std::string name() const override { return "ReLU"; }
   Tensor forward(const Tensor& input) override { return functional::relu(input, inplace); }
   bool inplace;
 };
 
+/// The options of nn.GELU.
+struct GELUOptions {
+  detail::DesignatedOnly designated_only = {};
+  std::string approximate = "none";  // or "tanh"
+};
+
 class GELU : public Module {
  public:
-  explicit GELU(std::string approximate = "none");
+  /// (A template only so that GCC 12 does not also read `{.approximate = "tanh"}` as a string.)
+  template <int = 0>
+  explicit GELU(std::string approximate = "none") : GELU(GELUOptions{.approximate = std::move(approximate)}) {}
+  explicit GELU(GELUOptions options);
   std::string name() const override { return "GELU"; }
   Tensor forward(const Tensor& input) override { return functional::gelu(input, approximate); }
   std::string approximate;
 };
 
+using SiLUOptions = InplaceOptions;
+
 class SiLU : public Module {
  public:
+  /// With `inplace`, forward writes into its input, as nn.SiLU(inplace=True).
+  explicit SiLU(bool inplace = false) : inplace(inplace) {}
+  explicit SiLU(SiLUOptions options) : SiLU(options.inplace) {}
   std::string name() const override { return "SiLU"; }
-  Tensor forward(const Tensor& input) override { return functional::silu(input); }
+  Tensor forward(const Tensor& input) override;
+  bool inplace;
 };
 
 class Tanh : public Module {
@@ -102,9 +117,19 @@ class Sigmoid : public Module {
   Tensor forward(const Tensor& input) override { return functional::sigmoid(input); }
 };
 
+/// The options of nn.Softmax, nn.LogSoftmax and nn.Softmin. PyTorch's dim=None (a deprecated
+/// guess from the input's rank) has no counterpart: give the dimension.
+struct SoftmaxOptions {
+  detail::DesignatedOnly designated_only = {};
+  int64_t dim;
+};
+using LogSoftmaxOptions = SoftmaxOptions;
+using SoftminOptions = SoftmaxOptions;
+
 class Softmax : public Module {
  public:
   explicit Softmax(int64_t dim) : dim(dim) {}
+  explicit Softmax(SoftmaxOptions options) : Softmax(options.dim) {}
   std::string name() const override { return "Softmax"; }
   Tensor forward(const Tensor& input) override { return functional::softmax(input, dim); }
   int64_t dim;
@@ -113,6 +138,7 @@ class Softmax : public Module {
 class LogSoftmax : public Module {
  public:
   explicit LogSoftmax(int64_t dim) : dim(dim) {}
+  explicit LogSoftmax(LogSoftmaxOptions options) : LogSoftmax(options.dim) {}
   std::string name() const override { return "LogSoftmax"; }
   Tensor forward(const Tensor& input) override { return functional::log_softmax(input, dim); }
   int64_t dim;

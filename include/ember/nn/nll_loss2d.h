@@ -7,6 +7,8 @@
 
 namespace ember::nn {
 
+using NLLLoss2dOptions = NLLLossOptions;
+
 class NLLLoss2d : public NLLLoss {
  public:
   using NLLLoss::NLLLoss;

@@ -3,6 +3,7 @@
 /// one number for every dimension (`3`) or one per dimension (`{3, 5}`), so that
 /// `nn::MaxPool2d(3, 2, 1)` and `nn::MaxPool2d({3, 3}, {2, 2}, {1, 1})` say the same thing.
 /// They own their values (an options struct outlives the braced list it was built from).
+/// detail::DesignatedOnly, the first member of every options struct, lives here too.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -12,11 +13,25 @@
 
 #include "ember/small_vector.h"
 
+// pool3d.h defines its own Options3dDesignatedOnly unless this is set; the alias below replaces it.
+#define EMBER_NN_OPTIONS_3D_DESIGNATED_ONLY
+
 namespace ember::nn {
 
 namespace detail {
 /// Throws ember::Error "<what>: <name> must either be a single int, or a tuple of <d> ints".
 [[noreturn]] void throw_size_count(const char* what, const char* name, size_t d);
+
+/// The first member of every layer's options struct. A plain braced list cannot initialise it,
+/// so `{2, 2}` never converts to the options (it stays a size for the positional constructor,
+/// as in `nn::MaxPool2d({3, 3}, {2, 2})`), while designated initializers skip it. Options are
+/// therefore written with designators only: `{.stride = 2, .padding = 1}`.
+struct DesignatedOnly {
+  constexpr DesignatedOnly() = default;
+};
+
+/// The name the 3-D pooling options (pool3d.h, fractional_max_pool.h) knew it by: the same type.
+using Options3dDesignatedOnly = DesignatedOnly;
 }  // namespace detail
 
 /// D sizes, given as one value for all of them or as D values. A list of another length is

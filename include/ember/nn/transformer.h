@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "ember/nn/module.h"
 #include "ember/nn/modules.h"
@@ -56,6 +57,7 @@ inline Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& ke
 
 /// The options of nn.MultiheadAttention after embed_dim and num_heads, with PyTorch's defaults.
 struct MultiheadAttentionOptions {
+  detail::DesignatedOnly designated_only = {};
   double dropout = 0.0;  // on the attention weights, while training
   bool bias = true;      // in_proj_bias and out_proj.bias
   bool add_bias_kv = false;
@@ -67,6 +69,7 @@ struct MultiheadAttentionOptions {
 
 /// The optional arguments of MultiheadAttention::forward, with PyTorch's defaults.
 struct MultiheadAttentionArgs {
+  detail::DesignatedOnly designated_only = {};
   Tensor key_padding_mask = Tensor();  // [N, S] ([S] unbatched): true (or -inf) marks keys to ignore
   bool need_weights = true;
   Tensor attn_mask = Tensor();  // [L, S] or [N * num_heads, L, S]
@@ -115,6 +118,7 @@ Tensor generate_square_subsequent_mask(int64_t size, const TensorOptions& option
 
 /// The options of nn.TransformerEncoderLayer after d_model and nhead, with PyTorch's defaults.
 struct TransformerEncoderLayerOptions {
+  detail::DesignatedOnly designated_only = {};
   int64_t dim_feedforward = 2048;
   double dropout = 0.1;
   std::string activation = "relu";  // or "gelu"
@@ -122,6 +126,22 @@ struct TransformerEncoderLayerOptions {
   bool batch_first = false;
   bool norm_first = false;  // pre-norm: x + sa(norm1(x)), then x + ff(norm2(x))
   bool bias = true;         // of the linear layers, the attention and the norms
+};
+
+/// The optional arguments of TransformerEncoderLayer::forward, PyTorch's names and defaults.
+struct TransformerEncoderLayerArgs {
+  detail::DesignatedOnly designated_only = {};
+  Tensor src_mask = Tensor();
+  Tensor src_key_padding_mask = Tensor();
+  bool is_causal = false;  // a hint that src_mask is causal
+};
+
+/// The optional arguments of TransformerEncoder::forward, PyTorch's names and defaults.
+struct TransformerEncoderArgs {
+  detail::DesignatedOnly designated_only = {};
+  Tensor mask = Tensor();
+  Tensor src_key_padding_mask = Tensor();
+  bool is_causal = false;  // a hint that mask is causal
 };
 
 /// nn.TransformerEncoderLayer: self-attention and a feed-forward block, each with dropout and a
@@ -137,6 +157,10 @@ class TransformerEncoderLayer : public Module {
   Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = Tensor(),
                  bool is_causal = false);
   Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
+  /// forward(src, {.src_key_padding_mask = padding}).
+  Tensor forward(const Tensor& src, const TransformerEncoderLayerArgs& args) {
+    return forward(src, args.src_mask, args.src_key_padding_mask, args.is_causal);
+  }
 
   int64_t d_model, nhead;
   TransformerEncoderLayerOptions options;
@@ -144,6 +168,16 @@ class TransformerEncoderLayer : public Module {
   std::shared_ptr<Linear> linear1, linear2;
   std::shared_ptr<Dropout> dropout, dropout1, dropout2;
   std::shared_ptr<LayerNorm> norm1, norm2;
+};
+
+/// The options of nn.TransformerEncoder after encoder_layer and num_layers. ember has no nested
+/// tensors, so enable_nested_tensor and mask_check (PyTorch's fast path) are kept but change
+/// nothing.
+struct TransformerEncoderOptions {
+  detail::DesignatedOnly designated_only = {};
+  std::shared_ptr<LayerNorm> norm = nullptr;  // applied after the last layer
+  bool enable_nested_tensor = true;
+  bool mask_check = true;
 };
 
 /// nn.TransformerEncoder: num_layers copies of `encoder_layer` (named layers.0, layers.1, ...)
@@ -155,14 +189,26 @@ class TransformerEncoder : public Module {
  public:
   TransformerEncoder(const TransformerEncoderLayer& encoder_layer, int64_t num_layers,
                      std::shared_ptr<LayerNorm> norm = nullptr);
+  ///   nn::TransformerEncoder(layer, 6, {.norm = std::make_shared<nn::LayerNorm>(512)});
+  TransformerEncoder(const TransformerEncoderLayer& encoder_layer, int64_t num_layers,
+                     TransformerEncoderOptions options)
+      : TransformerEncoder(encoder_layer, num_layers, std::move(options.norm)) {
+    enable_nested_tensor = options.enable_nested_tensor;
+    mask_check = options.mask_check;
+  }
   std::string name() const override { return "TransformerEncoder"; }
   Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = Tensor(),
                  bool is_causal = false);
   Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
+  /// forward(src, {.mask = causal_mask, .is_causal = true}).
+  Tensor forward(const Tensor& src, const TransformerEncoderArgs& args) {
+    return forward(src, args.mask, args.src_key_padding_mask, args.is_causal);
+  }
 
   int64_t num_layers;
   std::shared_ptr<ModuleList> layers;
-  std::shared_ptr<LayerNorm> norm;  // may be null
+  std::shared_ptr<LayerNorm> norm;                      // may be null
+  bool enable_nested_tensor = true, mask_check = true;  // PyTorch's, unused (see the options)
 };
 
 /// The options of nn.TransformerDecoderLayer after d_model and nhead: TransformerEncoderLayer's.
@@ -172,6 +218,7 @@ using TransformerDecoderLayerOptions = TransformerEncoderLayerOptions;
 /// The masks are MultiheadAttention's (bool: true = may not attend; float: added): the tgt ones
 /// for the self-attention over tgt, the memory ones for the attention from tgt to memory.
 struct TransformerDecoderArgs {
+  detail::DesignatedOnly designated_only = {};
   Tensor tgt_mask = Tensor();                 // [T, T]
   Tensor memory_mask = Tensor();              // [T, S]
   Tensor tgt_key_padding_mask = Tensor();     // [N, T]
@@ -201,12 +248,21 @@ class TransformerDecoderLayer : public Module {
   std::shared_ptr<LayerNorm> norm1, norm2, norm3;
 };
 
+/// The options of nn.TransformerDecoder after decoder_layer and num_layers.
+struct TransformerDecoderOptions {
+  detail::DesignatedOnly designated_only = {};
+  std::shared_ptr<LayerNorm> norm = nullptr;  // applied after the last layer
+};
+
 /// nn.TransformerDecoder: num_layers copies of `decoder_layer` (as TransformerEncoder copies its
 /// layer) and an optional final norm.
 class TransformerDecoder : public Module {
  public:
   TransformerDecoder(const TransformerDecoderLayer& decoder_layer, int64_t num_layers,
                      std::shared_ptr<LayerNorm> norm = nullptr);
+  TransformerDecoder(const TransformerDecoderLayer& decoder_layer, int64_t num_layers,
+                     TransformerDecoderOptions options)
+      : TransformerDecoder(decoder_layer, num_layers, std::move(options.norm)) {}
   std::string name() const override { return "TransformerDecoder"; }
   using Module::forward;  // one input alone is not enough: Module's forward, which throws
   Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {});
@@ -218,6 +274,7 @@ class TransformerDecoder : public Module {
 
 /// The options of nn.Transformer, with PyTorch's defaults.
 struct TransformerOptions {
+  detail::DesignatedOnly designated_only = {};
   int64_t d_model = 512;
   int64_t nhead = 8;
   int64_t num_encoder_layers = 6;
@@ -234,6 +291,7 @@ struct TransformerOptions {
 /// The optional arguments of Transformer::forward: the encoder's (src_*), the decoder's, and
 /// memory_* for the decoder's attention to the encoder's output.
 struct TransformerArgs {
+  detail::DesignatedOnly designated_only = {};
   Tensor src_mask = Tensor();
   Tensor tgt_mask = Tensor();
   Tensor memory_mask = Tensor();

@@ -79,19 +79,36 @@ class Upsample : public Module {
   std::optional<bool> recompute_scale_factor;
 };
 
+/// The options of nn.UpsamplingNearest2d and nn.UpsamplingBilinear2d; give size or scale_factor.
+struct UpsamplingNearest2dOptions {
+  detail::DesignatedOnly designated_only = {};
+  SizeList size = {};
+  std::vector<double> scale_factor = {};
+};
+using UpsamplingBilinear2dOptions = UpsamplingNearest2dOptions;
+
 /// Upsample with mode "nearest" (for 4-D inputs).
+///   nn::UpsamplingNearest2d({}, {2.0});          nn::UpsamplingNearest2d({.scale_factor = {2.0}});
 class UpsamplingNearest2d : public Upsample {
  public:
+  /// (A template only so that GCC 12 does not also read `{.size = 4}` as a size.)
+  template <int = 0>
   explicit UpsamplingNearest2d(std::vector<int64_t> size = {}, std::vector<double> scale_factor = {})
       : Upsample(std::move(size), std::move(scale_factor), "nearest") {}
+  explicit UpsamplingNearest2d(UpsamplingNearest2dOptions options)
+      : UpsamplingNearest2d(options.size.vec(), std::move(options.scale_factor)) {}
   std::string name() const override { return "UpsamplingNearest2d"; }
 };
 
 /// Upsample with mode "bilinear" and align_corners = true (for 4-D inputs).
 class UpsamplingBilinear2d : public Upsample {
  public:
+  /// (A template only so that GCC 12 does not also read `{.size = 4}` as a size.)
+  template <int = 0>
   explicit UpsamplingBilinear2d(std::vector<int64_t> size = {}, std::vector<double> scale_factor = {})
       : Upsample(std::move(size), std::move(scale_factor), "bilinear", true) {}
+  explicit UpsamplingBilinear2d(UpsamplingBilinear2dOptions options)
+      : UpsamplingBilinear2d(options.size.vec(), std::move(options.scale_factor)) {}
   std::string name() const override { return "UpsamplingBilinear2d"; }
 };
 
