@@ -21,6 +21,7 @@
 #include "ember/dtype.h"
 #include "ember/scalar.h"
 #include "ember/small_vector.h"
+#include "kernels/grid_sample_args.h"
 #include "kernels/op_list.h"
 #include "kernels/scatter_reduce_op.h"
 
@@ -117,16 +118,6 @@ struct Pool2dArgs {
   bool ceil_mode = false;
   bool count_include_pad = true;  // Avg only
   int64_t divisor_override = 0;   // Avg only; 0 means none
-};
-
-/// grid_sample's interpolation and padding (torch.nn.functional.grid_sample's mode and
-/// padding_mode), for 4-D inputs with a [N, H, W, 2] grid and 5-D ones with a [N, D, H, W, 3] grid.
-enum class GridSampleMode : uint8_t { Bilinear, Nearest, Bicubic };
-enum class GridSamplePadding : uint8_t { Zeros, Border, Reflection };
-struct GridSampleArgs {
-  GridSampleMode mode = GridSampleMode::Bilinear;
-  GridSamplePadding padding = GridSamplePadding::Zeros;
-  bool align_corners = false;
 };
 
 /// How embedding_bag reduces a bag (torch.nn.functional.embedding_bag's mode).

@@ -14,7 +14,7 @@
 // is padded on its own, so that padding moves the pixels read but not the weights.
 #include <cstdint>
 
-#include "backend/backend.h"
+#include "kernels/grid_sample_args.h"
 #include "kernels/kmath.h"
 
 namespace ember::kernels {
@@ -252,8 +252,10 @@ struct GridGeometry {
   }
 };
 
-template <int S>
-inline GridGeometry<S> grid_geometry_of(const TensorView& x, const TensorView& grid) {
+/// The geometry of x [N, C, *in] and grid [N, *out, S] from their views (a TensorView; a
+/// template so that this header stays below the backend interface).
+template <int S, typename View>
+inline GridGeometry<S> grid_geometry_of(const View& x, const View& grid) {
   GridGeometry<S> g;
   g.n = x.sizes[0];
   g.channels = x.sizes[1];
