@@ -48,7 +48,6 @@ concept BuiltFromTwoNumbers = requires {
   Layer({0.5, true});
 };
 
-static_assert(std::is_same_v<nn::detail::DesignatedOnly, nn::detail::Options3dDesignatedOnly>);
 static_assert(!BracedFrom<nn::InplaceOptions, bool>);
 static_assert(!BracedFrom<nn::ELUOptions, double, bool>);
 static_assert(!BracedFrom<nn::LeakyReLUOptions, double>);

@@ -88,7 +88,7 @@ std::tuple<Tensor, Tensor> fractional_max_pool3d_with_indices(const Tensor& inpu
 
 /// FractionalMaxPool2d's optional arguments: exactly one of output_size and output_ratio.
 struct FractionalMaxPool2dOptions {
-  detail::Options3dDesignatedOnly designated_only = {};
+  detail::DesignatedOnly designated_only = {};
   OptionalSize<2> output_size = {};
   OptionalRatio<2> output_ratio = {};
   bool return_indices = false;
@@ -116,7 +116,7 @@ class FractionalMaxPool2d : public Module {
 
 /// FractionalMaxPool3d's optional arguments: exactly one of output_size and output_ratio.
 struct FractionalMaxPool3dOptions {
-  detail::Options3dDesignatedOnly designated_only = {};
+  detail::DesignatedOnly designated_only = {};
   OptionalSize<3> output_size = {};
   OptionalRatio<3> output_ratio = {};
   bool return_indices = false;

@@ -25,18 +25,6 @@
 #include "ember/nn/sizes.h"
 #include "ember/tensor.h"
 
-// The first member of these options structs: a plain braced list cannot initialise it, so
-// `nn::MaxPool3d(3, {2, 2, 2})` does not compile (rather than silently read as stride 2,
-// padding 2, dilation 2), while designated initializers skip it: `{.stride = 2, .padding = 1}`.
-#ifndef EMBER_NN_OPTIONS_3D_DESIGNATED_ONLY
-#define EMBER_NN_OPTIONS_3D_DESIGNATED_ONLY
-namespace ember::nn::detail {
-struct Options3dDesignatedOnly {
-  constexpr Options3dDesignatedOnly() = default;
-};
-}  // namespace ember::nn::detail
-#endif
-
 namespace ember::nn {
 
 /// An optional ExpandingSize for options structs: unset by default (PyTorch's None), or one value
@@ -93,7 +81,7 @@ Tensor lp_pool3d(const Tensor& input, double norm_type, IntList kernel_size, Int
 
 /// MaxPool3d's optional arguments (PyTorch's names and defaults; no stride means kernel_size).
 struct MaxPool3dOptions {
-  detail::Options3dDesignatedOnly designated_only = {};
+  detail::DesignatedOnly designated_only = {};
   OptionalSize<3> stride = {};
   ExpandingSize<3> padding = 0;
   ExpandingSize<3> dilation = 1;
@@ -119,7 +107,7 @@ class MaxPool3d : public Module {
 
 /// AvgPool3d's optional arguments (PyTorch's names and defaults; no stride means kernel_size).
 struct AvgPool3dOptions {
-  detail::Options3dDesignatedOnly designated_only = {};
+  detail::DesignatedOnly designated_only = {};
   OptionalSize<3> stride = {};
   ExpandingSize<3> padding = 0;
   bool ceil_mode = false;
@@ -151,7 +139,7 @@ class AdaptiveAvgPool3d : public Module {
 
 /// AdaptiveMaxPool3d's optional argument.
 struct AdaptiveMaxPool3dOptions {
-  detail::Options3dDesignatedOnly designated_only = {};
+  detail::DesignatedOnly designated_only = {};
   bool return_indices = false;
 };
 
@@ -169,7 +157,7 @@ class AdaptiveMaxPool3d : public Module {
 
 /// LPPool3d's optional arguments (no stride means kernel_size).
 struct LPPool3dOptions {
-  detail::Options3dDesignatedOnly designated_only = {};
+  detail::DesignatedOnly designated_only = {};
   OptionalSize<3> stride = {};
   bool ceil_mode = false;
 };

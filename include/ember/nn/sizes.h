@@ -13,9 +13,6 @@
 
 #include "ember/small_vector.h"
 
-// pool3d.h defines its own Options3dDesignatedOnly unless this is set; the alias below replaces it.
-#define EMBER_NN_OPTIONS_3D_DESIGNATED_ONLY
-
 namespace ember::nn {
 
 namespace detail {
@@ -29,9 +26,6 @@ namespace detail {
 struct DesignatedOnly {
   constexpr DesignatedOnly() = default;
 };
-
-/// The name the 3-D pooling options (pool3d.h, fractional_max_pool.h) knew it by: the same type.
-using Options3dDesignatedOnly = DesignatedOnly;
 }  // namespace detail
 
 /// D sizes, given as one value for all of them or as D values. A list of another length is
