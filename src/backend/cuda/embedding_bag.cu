@@ -49,10 +49,8 @@ struct Geometry {
 __device__ inline bool in_table(int64_t i, const Geometry& g) { return i >= 0 && i < g.rows; }
 
 // An out-of-range index, recorded by the thread of column 0 only (the others skip it too).
-// Until index_error.h has an op of embedding_bag's own, the record names index_select, whose
-// gather of rows this is.
 __device__ inline void report_bad_index(IndexErrorRecord* record, int64_t i, int64_t d, const Geometry& g) {
-  if (d == 0) record_bad_index(record, IndexOp::IndexSelect, i, 0, g.rows);
+  if (d == 0) record_bad_index(record, IndexOp::EmbeddingBag, i, 0, g.rows);
 }
 
 template <typename T>

@@ -18,7 +18,7 @@
 namespace ember::cuda_impl {
 
 /// The ops whose kernels record a bad index (values stored in the record; 0 is none).
-enum class IndexOp : int32_t { IndexSelect = 1, Gather = 2, ScatterAdd = 3, ClassTarget = 4 };
+enum class IndexOp : int32_t { IndexSelect = 1, Gather = 2, ScatterAdd = 3, ClassTarget = 4, EmbeddingBag = 5 };
 
 /// States of IndexErrorRecord::claim.
 inline constexpr uint32_t kIndexErrorEmpty = 0;    // nothing recorded
@@ -115,6 +115,11 @@ inline std::string index_error_message(const IndexErrorReport& r, int device) {
       head = "Target " + std::to_string(r.value) + " is out of bounds. (cross_entropy" + where + ": sample " +
              std::to_string(r.dim) + " of a batch with " + std::to_string(r.size) + " classes";
       effect = "that sample counted as ignored";
+      break;
+    case IndexOp::EmbeddingBag:
+      head = "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be " + std::to_string(r.value) +
+             " (embedding_bag" + where;
+      effect = "that position was skipped";
       break;
     default:
       head = "index " + bounds + " (unknown indexing op " + std::to_string(static_cast<int32_t>(r.op)) + where;

@@ -71,6 +71,10 @@ TEST(CudaIndexError, MessagesAreTheCpusThenWhereAndWhen) {
   EXPECT_EQ(index_error_message({IndexOp::ClassTarget, 10, 3, 10}, 0),
             "Target 10 is out of bounds. (cross_entropy on cuda:0: sample 3 of a batch with 10 classes; " +
                 std::string(kWhen) + "that sample counted as ignored" + std::string(kHint));
+  EXPECT_EQ(
+      index_error_message({IndexOp::EmbeddingBag, 12, 0, 10}, 0),
+      "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be 12 (embedding_bag on cuda:0; " +
+          std::string(kWhen) + "that position was skipped" + std::string(kHint));
   // A corrupted op still gives a message, never a crash.
   const std::string odd = index_error_message({static_cast<IndexOp>(9), 4, 0, 2}, 0);
   EXPECT_EQ(odd.rfind("index 4 is out of bounds for dimension 0 with size 2 (unknown indexing op 9 on cuda:0", 0), 0u)
