@@ -293,7 +293,8 @@ Tensor cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
 /// evenly among the elements that reach an infinity norm.
 Tensor vector_norm(const Tensor& x, double ord = 2.0, IntList dims = {}, bool keepdim = false,
                    std::optional<Dtype> dtype = std::nullopt);
-/// torch.linalg.matrix_norm with ord "fro", or ±1 / ±inf (the max/min absolute column / row sum).
+/// torch.linalg.matrix_norm: ord "fro", "nuc" (the sum of the singular values), ±1 / ±inf (the max/min
+/// absolute column / row sum) or ±2 (the largest / smallest singular value; ember/linalg.h).
 Tensor matrix_norm(const Tensor& a, std::string_view ord = "fro", IntList dims = {-2, -1}, bool keepdim = false);
 Tensor matrix_norm(const Tensor& a, double ord, IntList dims = {-2, -1}, bool keepdim = false);
 /// torch.norm with a numeric p (vector_norm over dims).
@@ -327,6 +328,7 @@ Tensor baddbmm(const Tensor& input, const Tensor& b1, const Tensor& b2, const Sc
 #include "ember/einsum.h"          // IWYU pragma: export
 #include "ember/indexing.h"        // IWYU pragma: export
 #include "ember/interpolate.h"     // IWYU pragma: export
+#include "ember/linalg.h"          // IWYU pragma: export
 #include "ember/pad.h"             // IWYU pragma: export
 #include "ember/pool1d.h"          // IWYU pragma: export
 #include "ember/sampling.h"        // IWYU pragma: export

@@ -1,6 +1,7 @@
 #pragma once
 /// Spatial transformers' sampling: torch.nn.functional.affine_grid and grid_sample
-/// (src/nn/vision.cpp), composed of ember's ops.
+/// (src/nn/vision.cpp): affine_grid composed of ember's ops, grid_sample a kernel of its own
+/// (src/ops/grid_sample.cpp).
 #include <optional>
 #include <string_view>
 
@@ -30,9 +31,9 @@ Tensor affine_grid(const Tensor& theta, IntList size, std::optional<bool> align_
 ///    (false; unset means false, with PyTorch's warning).
 /// Pixel coordinates, clamping and reflection follow PyTorch's rules exactly, so values and the
 /// gradients with respect to input and grid match its CPU kernels; a coordinate on a clamping
-/// bound passes no gradient, as there. Composed of ember ops (floor, clamp, where, index_select and
-/// arithmetic), so it runs and differentiates on every device; a dedicated kernel, as PyTorch
-/// has, would be several times faster, especially backward (a scatter-add per tap).
+/// bound passes no gradient, as there. One backend kernel each way
+/// (src/backend/{cpu,cuda}/grid_sample.*); float16 and bfloat16 are computed in float32; second
+/// derivatives exist (create_graph), as in PyTorch 2.15.
 /// input and grid must share a floating dtype and device.
 Tensor grid_sample(const Tensor& input, const Tensor& grid, std::string_view mode = "bilinear",
                    std::string_view padding_mode = "zeros", std::optional<bool> align_corners = std::nullopt);
