@@ -619,8 +619,8 @@ Tensor Loss3::forward(const Tensor& /*a*/, const Tensor& /*b*/) {
 
 TripletMarginLoss::TripletMarginLoss(double margin, double p, double eps, bool swap, Reduction reduction)
     : Loss3(reduction, "negative"), margin(margin), p(p), eps(eps), swap(swap) {
-  EMBER_CHECK(margin > 0, "TripletMarginLoss: expected margin to be greater than 0, got ", ember::detail::python_float(margin),
-              " instead");
+  EMBER_CHECK(margin > 0, "TripletMarginLoss: expected margin to be greater than 0, got ",
+              ember::detail::python_float(margin), " instead");
 }
 
 TripletMarginWithDistanceLoss::TripletMarginWithDistanceLoss(TripletMarginWithDistanceLossOptions options)

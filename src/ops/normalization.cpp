@@ -101,8 +101,8 @@ std::vector<Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
       backend.channel_affine(view_of(x), per_channel(mean, g), per_channel(a, g), per_channel(b, g), view_of(g),
                              per_channel(scale, g), view_of(gx));
     } else {
-      backend.channel_affine(view_of(g), TensorView(), per_channel(scale, g), TensorView(), TensorView(),
-                             TensorView(), view_of(gx));
+      backend.channel_affine(view_of(g), TensorView(), per_channel(scale, g), TensorView(), TensorView(), TensorView(),
+                             view_of(gx));
     }
     grads[0] = gx.view(grad.sizes());
   }

@@ -25,8 +25,7 @@ using detail::make_tensor;
 namespace {
 
 // Runs the kernel on a contiguous copy in `dtype`; 0-d inputs are one element along dim 0.
-Tensor run_scan(ScanOp op, const Tensor& x, int64_t dim, Dtype dtype, Tensor* indices = nullptr,
-                bool reverse = false) {
+Tensor run_scan(ScanOp op, const Tensor& x, int64_t dim, Dtype dtype, Tensor* indices = nullptr, bool reverse = false) {
   const Tensor in = x.to(dtype).contiguous();
   Tensor out = make_tensor(in.sizes(), dtype, in.device());
   TensorView index_view;

@@ -55,8 +55,7 @@ void for_each_run(const ScanShape& s, const Body& body) {
 }
 
 template <typename T, typename Step>
-void accumulate_typed(const TensorView& x, const TensorView& out, const ScanShape& s, bool reverse,
-                      const Step& step) {
+void accumulate_typed(const TensorView& x, const TensorView& out, const ScanShape& s, bool reverse, const Step& step) {
   using A = kernels::scan_host_acc_t<T>;
   const T* in = x.ptr<const T>();
   T* dst = out.ptr<T>();

@@ -79,20 +79,23 @@ void CudaBackend::scan(ScanOp op, const TensorView& x, int64_t dim, bool reverse
   switch (op) {
     case ScanOp::Sum:
       kernels::dispatch_all(x.dtype, "cumsum", [&]<typename T>() {
-        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner, reverse,
+        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner,
+                                                                 reverse,
                                                                  kernels::CumSum<kernels::scan_device_acc_t<T>>{});
       });
       break;
     case ScanOp::Prod:
       kernels::dispatch_all(x.dtype, "cumprod", [&]<typename T>() {
-        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner, reverse,
+        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner,
+                                                                 reverse,
                                                                  kernels::CumProd<kernels::scan_device_acc_t<T>>{});
       });
       break;
     case ScanOp::LogSumExp:
       kernels::dispatch_floating(x.dtype, "logcumsumexp", [&]<typename T>() {
-        accumulate_kernel<T><<<l.blocks, l.threads, 0, stream>>>(
-            x.ptr<const T>(), out.ptr<T>(), columns, n, inner, reverse, kernels::LogCumSumExp<kernels::scan_device_acc_t<T>>{});
+        accumulate_kernel<T>
+            <<<l.blocks, l.threads, 0, stream>>>(x.ptr<const T>(), out.ptr<T>(), columns, n, inner, reverse,
+                                                 kernels::LogCumSumExp<kernels::scan_device_acc_t<T>>{});
       });
       break;
     case ScanOp::Max:
