@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/embedding_bag_views.h"
 #include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/embedding_bag_ops.h"
@@ -33,22 +34,6 @@ struct Geometry {
   int64_t length;   // L
   int64_t padding;  // padding_idx or -1
 };
-
-void check_views(const TensorView& table, const TensorView& indices, const TensorView& offsets,
-                 const TensorView& per_sample_weights, const TensorView& out, const char* op) {
-  EMBER_CHECK(table.ndim() == 2 && table.is_contiguous() && (table.dtype == kFloat32 || table.dtype == kFloat64), op,
-              ": the kernels take a contiguous float32 or float64 [V, D] table");
-  EMBER_CHECK(indices.ndim() == 1 && indices.is_contiguous() && indices.dtype == kInt64 && offsets.ndim() == 1 &&
-                  offsets.is_contiguous() && offsets.dtype == kInt64 && offsets.sizes[0] >= 1,
-              op, ": the kernels take contiguous int64 indices [L] and offsets [B + 1]");
-  EMBER_CHECK(out.ndim() == 2 && out.is_contiguous() && out.dtype == table.dtype && out.sizes[1] == table.sizes[1] &&
-                  out.sizes[0] == offsets.sizes[0] - 1,
-              op, ": expected a contiguous [B, D] view in the table's dtype");
-  EMBER_CHECK(per_sample_weights.data == nullptr ||
-                  (per_sample_weights.is_contiguous() && per_sample_weights.numel() == indices.sizes[0] &&
-                   per_sample_weights.dtype == table.dtype),
-              op, ": per_sample_weights must be a contiguous [L] view in the table's dtype");
-}
 
 /// PyTorch's error for the first index outside [0, V), in position order.
 void check_indices(const int64_t* idx, int64_t length, int64_t rows) {
@@ -196,10 +181,8 @@ void dispatch_table(Dtype dtype, const F& f) {
 void CpuBackend::embedding_bag(const TensorView& weight, const TensorView& indices, const TensorView& offsets,
                                const TensorView& per_sample_weights, const EmbeddingBagArgs& args,
                                const TensorView& out, const TensorView& max_indices) {
-  check_views(weight, indices, offsets, per_sample_weights, out, "embedding_bag");
+  embedding_bag_views::check(weight, indices, offsets, per_sample_weights, out, max_indices, args, "embedding_bag");
   const bool max = args.mode == EmbeddingBagMode::Max;
-  EMBER_CHECK(!max || (max_indices.is_contiguous() && max_indices.dtype == kInt64 && max_indices.sizes == out.sizes),
-              "embedding_bag: Max needs a contiguous int64 [B, D] max_indices view");
   const Geometry g{weight.sizes[0], weight.sizes[1], out.sizes[0], indices.sizes[0], args.padding_idx};
   const int64_t* idx = indices.ptr<const int64_t>();
   check_indices(idx, g.length, g.rows);
@@ -219,11 +202,9 @@ void CpuBackend::embedding_bag_backward(const TensorView& grad_out, const Tensor
                                         const TensorView& offsets, const TensorView& per_sample_weights,
                                         const TensorView& max_indices, const EmbeddingBagArgs& args,
                                         const TensorView& grad_weight) {
-  check_views(grad_weight, indices, offsets, per_sample_weights, grad_out, "embedding_bag_backward");
+  embedding_bag_views::check(grad_weight, indices, offsets, per_sample_weights, grad_out, max_indices, args,
+                             "embedding_bag_backward");
   const bool max = args.mode == EmbeddingBagMode::Max;
-  EMBER_CHECK(
-      !max || (max_indices.is_contiguous() && max_indices.dtype == kInt64 && max_indices.sizes == grad_out.sizes),
-      "embedding_bag_backward: Max needs the forward pass's contiguous int64 [B, D] max_indices");
   const Geometry g{grad_weight.sizes[0], grad_weight.sizes[1], grad_out.sizes[0], indices.sizes[0], args.padding_idx};
   const int64_t* idx = indices.ptr<const int64_t>();
   check_indices(idx, g.length, g.rows);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/grid_sample_views.h"
 #include "base/parallel.h"
 #include "core/check.h"
 #include "kernels/grid_sample_ops.h"
@@ -133,86 +134,32 @@ void backward_typed(const TensorView& gv, const TensorView& xv, const TensorView
   });
 }
 
-// Runs f.template operator()<T, S, K>() for the views' dtype, rank and mode.
-template <typename F>
-void dispatch(const TensorView& x, const GridSampleArgs& args, const char* op, const F& f) {
-  EMBER_CHECK(x.dtype == kFloat32 || x.dtype == kFloat64, op, ": the kernel takes float32 or float64, got ",
-              dtype_name(x.dtype));
-  const auto with_type = [&]<typename T>() {
-    const auto with_rank = [&]<int S>() {
-      switch (args.mode) {
-        case GridSampleMode::Nearest:
-          return f.template operator()<T, S, 1>();
-        case GridSampleMode::Bilinear:
-          return f.template operator()<T, S, 2>();
-        case GridSampleMode::Bicubic:
-          return f.template operator()<T, S, 4>();
-      }
-    };
-    if (x.ndim() == 4) {
-      with_rank.template operator()<2>();
-    } else {
-      with_rank.template operator()<3>();
-    }
-  };
-  if (x.dtype == kFloat32) {
-    with_type.template operator()<float>();
-  } else {
-    with_type.template operator()<double>();
-  }
-}
-
-// x [N, C, *spatial] and grid [N, *out_spatial, S] of one floating dtype; `out` (contiguous)
-// [N, C, *out_spatial] in that dtype, when given.
-void check_views(const TensorView& x, const TensorView& grid, const TensorView& out, const char* op, const char* what) {
-  const int64_t rank = x.ndim();
-  EMBER_CHECK((rank == 4 || rank == 5) && grid.ndim() == rank && grid.sizes[rank - 1] == rank - 2 &&
-                  grid.sizes[0] == x.sizes[0] && grid.dtype == x.dtype,
-              op, ": expects x [N, C, *spatial] (4-D or 5-D) and grid [N, *out_spatial, ", rank - 2, "] of one dtype");
-  for (int64_t d = 2; d < rank; ++d) EMBER_CHECK(x.sizes[d] > 0, op, ": x has an empty spatial dimension");
-  if (out.data == nullptr) return;
-  bool matches = out.ndim() == rank && out.is_contiguous() && out.dtype == x.dtype && out.sizes[0] == x.sizes[0] &&
-                 out.sizes[1] == x.sizes[1];
-  for (int64_t d = 2; matches && d < rank; ++d) matches = out.sizes[d] == grid.sizes[d - 1];
-  EMBER_CHECK(matches, op, ": ", what, " must be a contiguous [N, C, *out_spatial] view in x's dtype");
-}
-
 }  // namespace
 
 void CpuBackend::grid_sample(const TensorView& x, const TensorView& grid, const GridSampleArgs& args,
                              const TensorView& out) {
-  check_views(x, grid, out, "grid_sample", "out");
+  grid_sample_views::check_forward(x, grid, out);
   EMBER_CHECK(out.data != nullptr || out.numel() == 0, "grid_sample: out has no data");
   if (out.numel() == 0) return;
-  dispatch(x, args, "grid_sample", [&]<typename T, int S, int K>() { forward_typed<T, S, K>(x, grid, args, out); });
+  grid_sample_views::dispatch(x, args, "grid_sample",
+                              [&]<typename T, int S, int K>() { forward_typed<T, S, K>(x, grid, args, out); });
 }
 
 void CpuBackend::grid_sample_backward(const TensorView& grad_out, const TensorView& x, const TensorView& grid,
                                       const GridSampleArgs& args, const TensorView& grad_x,
                                       const TensorView& grad_grid) {
-  check_views(x, grid, TensorView{}, "grid_sample_backward", "");
-  EMBER_CHECK(grad_out.dtype == x.dtype && grad_out.ndim() == x.ndim() && grad_out.sizes[0] == x.sizes[0] &&
-                  grad_out.sizes[1] == x.sizes[1],
-              "grid_sample_backward: grad_out must be an [N, C, *out_spatial] view in x's dtype");
-  for (int64_t d = 2; d < x.ndim(); ++d)
-    EMBER_CHECK(grad_out.sizes[d] == grid.sizes[d - 1],
-                "grid_sample_backward: grad_out must be an [N, C, *out_spatial] view in x's dtype");
-  EMBER_CHECK(grad_x.data == nullptr ||
-                  (grad_x.dtype == x.dtype && grad_x.sizes == x.sizes && grad_x.is_contiguous() && x.is_contiguous()),
-              "grid_sample_backward: grad_x must be contiguous with x's sizes and dtype, and x contiguous");
-  EMBER_CHECK(grad_grid.data == nullptr ||
-                  (grad_grid.dtype == x.dtype && grad_grid.sizes == grid.sizes && grad_grid.is_contiguous()),
-              "grid_sample_backward: grad_grid must be contiguous with grid's sizes and dtype");
+  grid_sample_views::check_backward(grad_out, x, grid, grad_x, grad_grid);
   if (grad_x.data == nullptr && grad_grid.data == nullptr) return;
   if (grad_out.numel() == 0) {  // no channels or no points: the gradients are zero
-    dispatch(x, args, "grid_sample_backward", [&]<typename T, int S, int K>() {
+    grid_sample_views::dispatch(x, args, "grid_sample_backward", [&]<typename T, int S, int K>() {
       if (grad_x.data != nullptr) std::fill_n(grad_x.ptr<T>(), grad_x.numel(), T(0));
       if (grad_grid.data != nullptr) std::fill_n(grad_grid.ptr<T>(), grad_grid.numel(), T(0));
     });
     return;
   }
-  dispatch(x, args, "grid_sample_backward",
-           [&]<typename T, int S, int K>() { backward_typed<T, S, K>(grad_out, x, grid, args, grad_x, grad_grid); });
+  grid_sample_views::dispatch(x, args, "grid_sample_backward", [&]<typename T, int S, int K>() {
+    backward_typed<T, S, K>(grad_out, x, grid, args, grad_x, grad_grid);
+  });
 }
 
 }  // namespace ember::cpu

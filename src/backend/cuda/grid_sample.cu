@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/runtime.h"
+#include "backend/grid_sample_views.h"
 #include "core/check.h"
 #include "core/determinism.h"
 #include "kernels/grid_sample_ops.h"
@@ -93,61 +94,15 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// Runs f.template operator()<T, S, K>() for the views' dtype, rank and mode.
-template <typename F>
-void dispatch(const TensorView& x, const GridSampleArgs& args, const char* op, const F& f) {
-  EMBER_CHECK(x.dtype == kFloat32 || x.dtype == kFloat64, op, ": the kernel takes float32 or float64, got ",
-              dtype_name(x.dtype));
-  const auto with_type = [&]<typename T>() {
-    const auto with_rank = [&]<int S>() {
-      switch (args.mode) {
-        case GridSampleMode::Nearest:
-          return f.template operator()<T, S, 1>();
-        case GridSampleMode::Bilinear:
-          return f.template operator()<T, S, 2>();
-        case GridSampleMode::Bicubic:
-          return f.template operator()<T, S, 4>();
-      }
-    };
-    if (x.ndim() == 4) {
-      with_rank.template operator()<2>();
-    } else {
-      with_rank.template operator()<3>();
-    }
-  };
-  if (x.dtype == kFloat32) {
-    with_type.template operator()<float>();
-  } else {
-    with_type.template operator()<double>();
-  }
-}
-
-void check_views(const TensorView& x, const TensorView& grid, const char* op) {
-  const int64_t rank = x.ndim();
-  EMBER_CHECK((rank == 4 || rank == 5) && grid.ndim() == rank && grid.sizes[rank - 1] == rank - 2 &&
-                  grid.sizes[0] == x.sizes[0] && grid.dtype == x.dtype,
-              op, ": expects x [N, C, *spatial] (4-D or 5-D) and grid [N, *out_spatial, ", rank - 2, "] of one dtype");
-  for (int64_t d = 2; d < rank; ++d) EMBER_CHECK(x.sizes[d] > 0, op, ": x has an empty spatial dimension");
-}
-
-// `v` (contiguous) is [N, C, *out_spatial] in x's dtype.
-bool is_sampled_shape(const TensorView& v, const TensorView& x, const TensorView& grid) {
-  bool matches = v.ndim() == x.ndim() && v.dtype == x.dtype && v.sizes[0] == x.sizes[0] && v.sizes[1] == x.sizes[1];
-  for (int64_t d = 2; matches && d < x.ndim(); ++d) matches = v.sizes[d] == grid.sizes[d - 1];
-  return matches;
-}
-
 }  // namespace
 
 void CudaBackend::grid_sample(const TensorView& x, const TensorView& grid, const GridSampleArgs& args,
                               const TensorView& out) {
-  check_views(x, grid, "grid_sample");
-  EMBER_CHECK(is_sampled_shape(out, x, grid) && out.is_contiguous(),
-              "grid_sample: out must be a contiguous [N, C, *out_spatial] view in x's dtype");
+  grid_sample_views::check_forward(x, grid, out);
   if (out.numel() == 0) return;
   DeviceGuard guard(x.device_index);
   const cudaStream_t stream = current_stream(x.device_index);
-  dispatch(x, args, "grid_sample", [&]<typename T, int S, int K>() {
+  grid_sample_views::dispatch(x, args, "grid_sample", [&]<typename T, int S, int K>() {
     const GridGeometry<S> geo = kernels::grid_geometry_of<S>(x, grid);
     const int64_t total = geo.n * geo.points;
     const Launch1d l = launch_1d(total);
@@ -160,15 +115,7 @@ void CudaBackend::grid_sample(const TensorView& x, const TensorView& grid, const
 void CudaBackend::grid_sample_backward(const TensorView& grad_out, const TensorView& x, const TensorView& grid,
                                        const GridSampleArgs& args, const TensorView& grad_x,
                                        const TensorView& grad_grid) {
-  check_views(x, grid, "grid_sample_backward");
-  EMBER_CHECK(is_sampled_shape(grad_out, x, grid),
-              "grid_sample_backward: grad_out must be an [N, C, *out_spatial] view in x's dtype");
-  EMBER_CHECK(grad_x.data == nullptr ||
-                  (grad_x.dtype == x.dtype && grad_x.sizes == x.sizes && grad_x.is_contiguous() && x.is_contiguous()),
-              "grid_sample_backward: grad_x must be contiguous with x's sizes and dtype, and x contiguous");
-  EMBER_CHECK(grad_grid.data == nullptr ||
-                  (grad_grid.dtype == x.dtype && grad_grid.sizes == grid.sizes && grad_grid.is_contiguous()),
-              "grid_sample_backward: grad_grid must be contiguous with grid's sizes and dtype");
+  grid_sample_views::check_backward(grad_out, x, grid, grad_x, grad_grid);
   if (grad_x.data == nullptr && grad_grid.data == nullptr) return;
   if (grad_x.data != nullptr) {
     detail::alert_not_deterministic(x.ndim() == 4 ? "grid_sampler_2d_backward_cuda" : "grid_sampler_3d_backward_cuda");
@@ -187,7 +134,7 @@ void CudaBackend::grid_sample_backward(const TensorView& grad_out, const TensorV
     }
     return;
   }
-  dispatch(x, args, "grid_sample_backward", [&]<typename T, int S, int K>() {
+  grid_sample_views::dispatch(x, args, "grid_sample_backward", [&]<typename T, int S, int K>() {
     const GridGeometry<S> geo = kernels::grid_geometry_of<S>(x, grid);
     GradStrides<S> gs{grad_out.strides[0], grad_out.strides[1], {}};
     for (int d = 0; d < S; ++d) gs.spatial[d] = grad_out.strides[2 + d];
