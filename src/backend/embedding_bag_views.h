@@ -1,6 +1,6 @@
 #pragma once
 // What the CPU and CUDA embedding_bag kernels (cpu/embedding_bag.cpp, cuda/embedding_bag.cu)
-// check of the views they are handed: host code both share.
+// check of the views they are handed, and how they pick the table's type: host code both share.
 #include "backend/backend.h"
 #include "core/check.h"
 
@@ -27,6 +27,17 @@ inline void check(const TensorView& table, const TensorView& indices, const Tens
   EMBER_CHECK(args.mode != EmbeddingBagMode::Max ||
                   (max_indices.is_contiguous() && max_indices.dtype == kInt64 && max_indices.sizes == bags.sizes),
               op, ": Max needs the forward pass's contiguous int64 [B, D] max_indices");
+}
+
+/// Runs f.template operator()<T>() for the table's dtype (float32 or float64; check() has
+/// refused the others).
+template <typename F>
+void dispatch_table(Dtype dtype, const F& f) {
+  if (dtype == kFloat32) {
+    f.template operator()<float>();
+  } else {
+    f.template operator()<double>();
+  }
 }
 
 }  // namespace ember::embedding_bag_views

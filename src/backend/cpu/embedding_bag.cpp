@@ -167,15 +167,6 @@ void max_backward(const T* grad, const int64_t* winners, T* grad_table, const Ge
                      });
 }
 
-template <typename F>
-void dispatch_table(Dtype dtype, const F& f) {
-  if (dtype == kFloat32) {
-    f.template operator()<float>();
-  } else {
-    f.template operator()<double>();
-  }
-}
-
 }  // namespace
 
 void CpuBackend::embedding_bag(const TensorView& weight, const TensorView& indices, const TensorView& offsets,
@@ -187,7 +178,7 @@ void CpuBackend::embedding_bag(const TensorView& weight, const TensorView& indic
   const int64_t* idx = indices.ptr<const int64_t>();
   check_indices(idx, g.length, g.rows);
   if (out.numel() == 0) return;
-  dispatch_table(weight.dtype, [&]<typename T>() {
+  embedding_bag_views::dispatch_table(weight.dtype, [&]<typename T>() {
     if (max) {
       max_bags(weight.ptr<const T>(), idx, offsets.ptr<const int64_t>(), out.ptr<T>(), max_indices.ptr<int64_t>(), g);
     } else {
@@ -208,7 +199,7 @@ void CpuBackend::embedding_bag_backward(const TensorView& grad_out, const Tensor
   const Geometry g{grad_weight.sizes[0], grad_weight.sizes[1], grad_out.sizes[0], indices.sizes[0], args.padding_idx};
   const int64_t* idx = indices.ptr<const int64_t>();
   check_indices(idx, g.length, g.rows);
-  dispatch_table(grad_weight.dtype, [&]<typename T>() {
+  embedding_bag_views::dispatch_table(grad_weight.dtype, [&]<typename T>() {
     T* table = grad_weight.ptr<T>();
     base::parallel_for(grad_weight.numel(), base::kGrainSize,
                        [&](int64_t begin, int64_t end) { std::fill(table + begin, table + end, T(0)); });

@@ -229,15 +229,6 @@ Launch1d bag_launch(const Geometry& g) {
   return {static_cast<unsigned>(std::min<int64_t>(g.bags, kMaxGridX)), static_cast<unsigned>(threads)};
 }
 
-template <typename F>
-void dispatch_table(Dtype dtype, const F& f) {
-  if (dtype == kFloat32) {
-    f.template operator()<float>();
-  } else {
-    f.template operator()<double>();
-  }
-}
-
 }  // namespace
 
 void CudaBackend::embedding_bag(const TensorView& weight, const TensorView& indices, const TensorView& offsets,
@@ -252,7 +243,7 @@ void CudaBackend::embedding_bag(const TensorView& weight, const TensorView& indi
   if (out.numel() == 0) return;
   IndexErrorRecord* record = index_error_record(weight.device_index);
   const Launch1d l = bag_launch(g);
-  dispatch_table(weight.dtype, [&]<typename T>() {
+  embedding_bag_views::dispatch_table(weight.dtype, [&]<typename T>() {
     if (max) {
       max_bags_kernel<T><<<l.blocks, l.threads, 0, stream>>>(weight.ptr<const T>(), indices.ptr<const int64_t>(),
                                                              offsets.ptr<const int64_t>(), out.ptr<T>(),
@@ -286,7 +277,7 @@ void CudaBackend::embedding_bag_backward(const TensorView& grad_out, const Tenso
   const Launch1d columns = launch_1d(g.dim);
   if (max) {
     const Launch1d l = launch_1d(grad_out.numel());
-    dispatch_table(grad_weight.dtype, [&]<typename T>() {
+    embedding_bag_views::dispatch_table(grad_weight.dtype, [&]<typename T>() {
       if (ordered) {
         max_backward_columns_kernel<T><<<columns.blocks, columns.threads, 0, stream>>>(
             grad_out.ptr<const T>(), max_indices.ptr<const int64_t>(), grad_weight.ptr<T>(), g);
@@ -312,7 +303,7 @@ void CudaBackend::embedding_bag_backward(const TensorView& grad_out, const Tenso
   }
   const bool mean = args.mode == EmbeddingBagMode::Mean;
   const Launch1d l = bag_launch(g);
-  dispatch_table(grad_weight.dtype, [&]<typename T>() {
+  embedding_bag_views::dispatch_table(grad_weight.dtype, [&]<typename T>() {
     const T* sample_weights = per_sample_weights.data == nullptr ? nullptr : per_sample_weights.ptr<const T>();
     if (ordered) {
       sum_backward_columns_kernel<T><<<columns.blocks, columns.threads, 0, stream>>>(
